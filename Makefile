@@ -1,0 +1,34 @@
+# smartvector-bench. Quick start on a fresh machine: `make reproduce` then `make test`.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install reproduce test test-fast clean-outputs
+
+# torch is installed first, pinned to the CPU wheel this machine's pip finds, so that
+# sentence-transformers never pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## The main table: generate the default dataset, embed with MiniLM, evaluate every system, print the table.
+reproduce: install
+	$(VENV)/bin/smartvector-bench experiment=main
+
+## The whole test suite (unit, end-to-end with the hashing embedder and with the real MiniLM model).
+test: install
+	$(PY) -m pytest -q
+
+## Unit tests only (no model loading).
+test-fast: install
+	$(PY) -m pytest -q -m "not model"
+
+clean-outputs:
+	rm -rf outputs multirun

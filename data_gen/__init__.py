@@ -1,0 +1,1 @@
+"""Seeded generator of the versioned-policy benchmark (BEIR layout + manifest)."""

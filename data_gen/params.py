@@ -1,0 +1,132 @@
+"""Generator parameters: the ``dataset`` config group as a validated, typed object.
+
+Every check names the config key and the allowed values, so a bad override fails before anything is written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from smartvector_bench.errors import BenchError
+from smartvector_bench.timeutil import parse_iso
+
+SOURCES = ("official_db", "policy_doc", "technical_doc", "wiki", "email", "meeting_notes", "slack", "unknown")
+
+
+@dataclass(frozen=True)
+class QueryCounts:
+    current_per_family: int = 6
+    historical_per_family: int = 4
+    dependent_per_family: int = 2
+
+
+@dataclass(frozen=True)
+class GeneratorParams:
+    seed: int = 42
+    n_families: int = 12
+    versions: tuple[int, ...] = (2, 3, 3, 4)
+    runbook_fraction: float = 0.75
+    chatter_per_family: int = 3
+    contradiction_rate: float = 0.5
+    rumor_repeats_old_value: float = 0.5
+    rumor_newer_prob: float = 0.8
+    fact_reword_prob: float = 0.3
+    chunk_chars: int = 200
+    start: str = "2024-01-01T00:00:00Z"
+    horizon_days: int = 365
+    min_version_gap_days: int = 30
+    publish_lead_days: tuple[int, int] = (0, 14)
+    runbook_lag_days: tuple[int, int] = (1, 14)
+    query_window_days: int = 7
+    recent_days: int = 30
+    recent_fraction: float = 0.25
+    queries: QueryCounts = field(default_factory=QueryCounts)
+    test_fraction: float = 0.5
+    policy_sources: dict[str, float] = field(default_factory=lambda: {"policy_doc": 1.0})
+    runbook_sources: dict[str, float] = field(default_factory=lambda: {"technical_doc": 1.0})
+    chatter_sources: dict[str, float] = field(default_factory=lambda: {"slack": 1.0})
+    authority: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["versions"] = list(self.versions)
+        d["publish_lead_days"] = list(self.publish_lead_days)
+        d["runbook_lag_days"] = list(self.runbook_lag_days)
+        return d
+
+
+_NOT_GENERATOR_KEYS = {"name", "path"}
+
+
+def params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
+    """Build and validate from the ``dataset`` config (a plain dict)."""
+    known = set(GeneratorParams.__dataclass_fields__) | _NOT_GENERATOR_KEYS
+    unknown = sorted(set(cfg) - known)
+    if unknown:
+        raise BenchError(f"dataset.{unknown[0]}: unknown key; allowed: {', '.join(sorted(known))}")
+    d = {k: v for k, v in cfg.items() if k not in _NOT_GENERATOR_KEYS}
+
+    def prob(key: str) -> None:
+        v = d.get(key)
+        if v is not None and not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+            raise BenchError(f"dataset.{key}={v}: must be a number in [0, 1]")
+
+    for key in ("contradiction_rate", "runbook_fraction", "rumor_repeats_old_value", "rumor_newer_prob",
+                "fact_reword_prob", "test_fraction", "recent_fraction"):
+        prob(key)
+
+    def positive_int(key: str, minimum: int = 1) -> None:
+        v = d.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < minimum):
+            raise BenchError(f"dataset.{key}={v}: must be an integer >= {minimum}")
+
+    for key in ("n_families", "chunk_chars", "horizon_days"):
+        positive_int(key)
+    for key in ("chatter_per_family", "min_version_gap_days", "query_window_days", "recent_days", "seed"):
+        positive_int(key, 0)
+    if "versions" in d:
+        vs = list(d["versions"])
+        if not vs or any(not isinstance(v, int) or v < 1 for v in vs):
+            raise BenchError(f"dataset.versions={vs}: must be a non-empty list of integers >= 1")
+        d["versions"] = tuple(vs)
+    for key in ("publish_lead_days", "runbook_lag_days"):
+        if key in d:
+            pair = list(d[key])
+            if len(pair) != 2 or any(not isinstance(x, int) or x < 0 for x in pair) or pair[0] > pair[1]:
+                raise BenchError(f"dataset.{key}={pair}: must be [low, high] with 0 <= low <= high (days)")
+            d[key] = tuple(pair)
+    if "queries" in d:
+        q = dict(d["queries"])
+        allowed = set(QueryCounts.__dataclass_fields__)
+        for k, v in q.items():
+            if k not in allowed:
+                raise BenchError(f"dataset.queries.{k}: unknown key; allowed: {', '.join(sorted(allowed))}")
+            if not isinstance(v, int) or v < 0:
+                raise BenchError(f"dataset.queries.{k}={v}: must be an integer >= 0")
+        d["queries"] = QueryCounts(**q)
+    authority = dict(d.get("authority") or {})
+    for src, value in authority.items():
+        if src not in SOURCES:
+            raise BenchError(f"dataset.authority.{src}: unknown source; allowed: {', '.join(SOURCES)}")
+        if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise BenchError(f"dataset.authority.{src}={value}: must be in [0, 1]")
+    d["authority"] = authority
+    for key in ("policy_sources", "runbook_sources", "chatter_sources"):
+        if key in d:
+            weights = dict(d[key])
+            for src, w in weights.items():
+                if src not in authority:
+                    raise BenchError(f"dataset.{key}.{src}: no authority for this source; "
+                                     f"known: {', '.join(sorted(authority))}")
+                if not isinstance(w, (int, float)) or w < 0:
+                    raise BenchError(f"dataset.{key}.{src}={w}: weights must be >= 0")
+            if sum(weights.values()) <= 0:
+                raise BenchError(f"dataset.{key}: weights must not all be zero")
+            d[key] = weights
+    if "start" in d:
+        try:
+            parse_iso(str(d["start"]))
+        except ValueError as exc:
+            raise BenchError(f"dataset.start={d['start']}: {exc}") from None
+    return GeneratorParams(**d)

@@ -1,0 +1,116 @@
+"""experiment=main: evaluate the chosen systems on one dataset and write the main table.
+
+Writes, in ``out_dir``: ``run_<system>.jsonl`` per system, ``table.md`` and, last, ``metrics.json`` (its
+presence marks a complete run). Everything is validated before the first file is written.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from data_gen.params import params_from_config
+from data_gen.writer import write_dataset
+from smartvector_bench import SCHEMA_VERSION
+from smartvector_bench.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.dataset import SPLITS, Dataset, load_dataset
+from smartvector_bench.embedding import build_embedder
+from smartvector_bench.errors import BenchError
+from smartvector_bench.evaluator import evaluate_split, judge
+from smartvector_bench.provenance import header, provenance
+from smartvector_bench.report import render
+from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.run import Run, write_run_jsonl
+
+
+def chosen_systems(cfg: dict) -> list[str]:
+    """``systems: all`` means every system that is both registered and configured."""
+    configured = sorted((cfg.get("retrievers") or {}).keys())
+    known = registered()
+    allowed = [s for s in known if s in configured]
+    wanted = cfg.get("systems", "all")
+    if wanted == "all":
+        return allowed
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    if not wanted:
+        raise BenchError(f"systems=[]: choose at least one; allowed: {', '.join(allowed)}")
+    for name in wanted:
+        if name not in allowed:
+            raise BenchError(f"systems: unknown system {name!r}; allowed: {', '.join(allowed)}")
+    if len(set(wanted)) != len(wanted):
+        raise BenchError(f"systems={list(wanted)}: a system is listed twice")
+    return list(wanted)
+
+
+def prepare_dataset(cfg: dict, out_dir: Path) -> Dataset:
+    ds_cfg = dict(cfg["dataset"])
+    if ds_cfg.get("path"):
+        return load_dataset(ds_cfg["path"])
+    params = params_from_config(ds_cfg)
+    target = out_dir / "dataset"
+    write_dataset(params, target, overwrite=True)
+    return load_dataset(target)
+
+
+def run(cfg: dict, out_dir: str | Path) -> dict:
+    """The whole experiment as a plain function (the Hydra entry point only resolves the config)."""
+    out_dir = Path(out_dir)
+    exp = cfg["experiment"]
+    systems = chosen_systems(cfg)
+    retrievers = {name: build_retriever(cfg["retrievers"][name].get("kind", name), dict(cfg["retrievers"][name]))
+                  for name in systems}  # builds validate each system's config before any work
+    if not cfg["dataset"].get("path"):
+        params_from_config(dict(cfg["dataset"]))  # validate before writing anything
+    k = int(exp.get("k", 10))
+    if k < 10:
+        raise BenchError(f"experiment.k={k}: must be >= 10 (MRR@10 needs ten ranks)")
+
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    embedder = build_embedder(dict(cfg["embedder"]))  # before writing anything: a bad embedder config stops here
+    dataset = prepare_dataset(cfg, out_dir)
+    corpus, queries = dataset.corpus, dataset.queries
+    corpus_vecs = embedder.encode(corpus.texts)
+    query_vecs = embedder.encode(queries.texts)
+    timings["dataset_and_embedding_s"] = time.perf_counter() - t0
+    serve_time = float(queries.query_time.min())  # consolidation runs just before the first query
+
+    runs: dict[str, Run] = {}
+    for name in tqdm(systems, desc="systems", disable=not exp.get("progress", True), leave=False):
+        t = time.perf_counter()
+        retriever = retrievers[name]
+        retriever.index(corpus, corpus_vecs, serve_time)
+        runs[name] = retriever.search(query_vecs, queries.as_of, k)
+        timings[f"{name}_s"] = time.perf_counter() - t
+
+    baseline = exp.get("baseline", "plain_cosine")
+    baseline_correct = judge(runs[baseline], queries)["correct"] if baseline in runs else None
+    results = {}
+    for name, r in runs.items():
+        results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
+                                               n_boot=int(exp.get("n_boot", 1000)),
+                                               seed=int(exp.get("bootstrap_seed", 0)),
+                                               n_bins=int(exp.get("ece_bins", 10)))
+                         for split in SPLITS}
+    metrics = {
+        "schema_version": SCHEMA_VERSION,
+        "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else "custom",
+                    "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
+                    "n_queries": len(queries), "seed": dataset.seed},
+        "embedder": embedder.model_id,
+        "experiment": {"name": exp.get("name", "main"), "baseline": baseline, "k": k,
+                       "serve_time": serve_time},
+        "systems": results,
+        "system_info": {name: retrievers[name].describe() for name in systems},
+        "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
+        "provenance": provenance(cfg),
+    }
+    for name, r in runs.items():
+        write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judge(r, queries), header(metrics), k=10)
+    table = render(metrics)
+    atomic_write_text(out_dir / "table.md", table)
+    atomic_write_json(out_dir / "metrics.json", metrics)
+    return metrics

@@ -1,0 +1,107 @@
+"""Markdown tables from a metrics dict (the main table, the paper's claims beside ours, categories)."""
+
+from __future__ import annotations
+
+from .paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _pct_ci(m: dict, key: str) -> str:
+    lo, hi = m.get(f"{key}_ci") or [None, None]
+    if lo is None:
+        return _pct(m[key])
+    return f"{_pct(m[key])} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _num_ci(m: dict, key: str) -> str:
+    lo, hi = m.get(f"{key}_ci") or [None, None]
+    if m[key] is None:
+        return "-"
+    return f"{m[key]:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def main_table(metrics: dict, split: str) -> str:
+    baseline = metrics["experiment"]["baseline"]
+    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | n | McNemar p vs {baseline} |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for name, per_split in metrics["systems"].items():
+        m = per_split[split]
+        rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_pct_ci(m, 'stale_rate')} | {_pct_ci(m, 'rumor_rate')} | "
+                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
+                    f"{m['n_queries']} | {_p(m['mcnemar_p']) if name != baseline else '-'} |")
+    return "\n".join(rows)
+
+
+def claims_table(metrics: dict, split: str = "test") -> str:
+    rows = ["| system | metric | paper claims | ours (95% CI) |", "|---|---|---|---|"]
+    for name, claims in PAPER_MAIN_TABLE.items():
+        ours = metrics["systems"].get(name, {}).get(split)
+        for key, label in (("top1", "top-1 accuracy"), ("stale_rate", "stale rate"), ("ece", "ECE")):
+            claim = f"{claims[key]:.3f}" if key == "ece" else _pct(claims[key])
+            if ours is None:
+                got = "not run"
+            else:
+                got = _num_ci(ours, key) if key == "ece" else _pct_ci(ours, key)
+            rows.append(f"| {name} | {label} | {claim} | {got} |")
+    return "\n".join(rows)
+
+
+def category_table(metrics: dict, split: str) -> str:
+    cats = sorted({c for s in metrics["systems"].values() for c in s[split]["by_category"]})
+    rows = ["| system | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
+    for name, per_split in metrics["systems"].items():
+        bc = per_split[split]["by_category"]
+        rows.append(f"| {name} | " + " | ".join(
+            f"{_pct(bc[c]['top1'])} (n={bc[c]['n_queries']})" if c in bc else "-" for c in cats) + " |")
+    return "\n".join(rows)
+
+
+def render(metrics: dict) -> str:
+    d = metrics["dataset"]
+    parts = [
+        "# SmartVector benchmark: main table",
+        "",
+        f"Dataset `{d['name']}` seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries "
+        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. Intervals: 95% bootstrap over queries; "
+        "McNemar: exact two-sided test on the same queries.",
+        "",
+        "## Test split (held out)",
+        "",
+        main_table(metrics, "test"),
+        "",
+        f"## The paper's claims beside ours (test split; paper: {PAPER_SETUP})",
+        "",
+        claims_table(metrics, "test"),
+        "",
+        "## Top-1 accuracy by query category (test split)",
+        "",
+        category_table(metrics, "test"),
+        "",
+        "## Dev split",
+        "",
+        main_table(metrics, "dev"),
+        "",
+        _provenance_line(metrics),
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _provenance_line(metrics: dict) -> str:
+    p = metrics["provenance"]
+    git = p["git"]["sha"] or "unknown"
+    dirty = " (uncommitted changes)" if p["git"]["dirty"] else ""
+    pk = p["packages"]
+    return (f"Provenance: schema {metrics['schema_version']}, dataset sha256 {metrics['dataset']['sha256']}, "
+            f"seed {metrics['dataset']['seed']}, config sha256 {p['config_sha256'][:16]}, git {git[:12]}{dirty}, "
+            f"smartvector-bench {pk['smartvector-bench']}, faiss-cpu {pk['faiss-cpu']}, torch {pk['torch']}, "
+            f"sentence-transformers {pk['sentence-transformers']}, numpy {pk['numpy']}.")

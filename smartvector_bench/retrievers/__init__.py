@@ -1,0 +1,42 @@
+"""Retriever registry. Each module in this package registers one system with ``@register("name")``;
+adding a system is one module here plus one ``conf/retriever/<name>.yaml``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Callable
+
+from ..errors import BenchError
+from .base import Retriever
+
+REGISTRY: dict[str, Callable[[dict], Retriever]] = {}
+
+
+def register(name: str):
+    def deco(factory):
+        if name in REGISTRY:
+            raise RuntimeError(f"retriever {name!r} registered twice")
+        REGISTRY[name] = factory
+        return factory
+    return deco
+
+
+def _discover() -> None:
+    for mod in pkgutil.iter_modules(__path__):
+        if mod.name != "base":
+            importlib.import_module(f"{__name__}.{mod.name}")
+
+
+def build_retriever(name: str, cfg: dict) -> Retriever:
+    if not REGISTRY:
+        _discover()
+    if name not in REGISTRY:
+        raise BenchError(f"systems: unknown system {name!r}; allowed: {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name](cfg)
+
+
+def registered() -> list[str]:
+    if not REGISTRY:
+        _discover()
+    return sorted(REGISTRY)

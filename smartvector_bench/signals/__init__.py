@@ -1,0 +1,1 @@
+"""The four SmartVector retrieval signals as pure, vectorised functions."""

@@ -1,0 +1,131 @@
+"""Every config option composes and builds; bad input is one clear message, a non-zero exit, no output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from data_gen.params import params_from_config
+from experiments.main import chosen_systems
+from smartvector_bench import CONF_DIR
+from smartvector_bench.embedding import build_embedder
+from smartvector_bench.errors import BenchError
+from smartvector_bench.retrievers import build_retriever, registered
+
+from .conftest import compose_config
+
+GROUPS = ("dataset", "embedder", "retriever", "weights", "experiment")
+
+
+def _options(group: str) -> list[str]:
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+def test_every_group_has_options():
+    for group in GROUPS:
+        assert _options(group), group
+
+
+@pytest.mark.parametrize("option", _options("dataset"))
+def test_dataset_options_compose_and_validate(option):
+    cfg = compose_config([f"dataset={option}"])
+    params_from_config(cfg["dataset"])
+
+
+@pytest.mark.parametrize("option", _options("embedder"))
+def test_embedder_options_compose(option):
+    cfg = compose_config([f"embedder={option}"])
+    assert cfg["embedder"]["kind"] in ("minilm", "hashing")
+    if cfg["embedder"]["kind"] == "hashing":
+        emb = build_embedder(cfg["embedder"])
+        assert emb.encode(["a b"]).shape == (1, cfg["embedder"]["dim"])
+
+
+@pytest.mark.parametrize("weights", _options("weights"))
+def test_every_system_builds_with_every_weight_preset(weights):
+    cfg = compose_config([f"weights={weights}"])
+    assert sorted(cfg["retrievers"]) == _options("retriever")
+    for name in chosen_systems(cfg):
+        build_retriever(cfg["retrievers"][name]["kind"], cfg["retrievers"][name])
+
+
+def test_every_configured_retriever_is_registered_and_vice_versa():
+    assert _options("retriever") == registered()
+
+
+@pytest.mark.parametrize("option", _options("experiment"))
+def test_experiment_options_compose(option):
+    cfg = compose_config([f"experiment={option}"])
+    assert cfg["experiment"]["name"] == option
+
+
+def test_same_dataset_keys_mean_the_same_to_both_apps():
+    gen = compose_config(["dataset.seed=7", "out_dir=x"], name="gen")
+    bench = compose_config(["dataset.seed=7"])
+    assert gen["dataset"] == bench["dataset"]
+
+
+def test_systems_selection():
+    assert chosen_systems(compose_config()) == registered()
+    assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
+    with pytest.raises(BenchError, match="unknown system 'bm25'; allowed: plain_cosine, smartvector"):
+        chosen_systems(compose_config(["systems=[plain_cosine,bm25]"]))
+
+
+# --- the CLI: clear message, non-zero exit, nothing half-written -----------------------------------------
+
+BAD_INPUT = [
+    (["systems=[nope]"], "unknown system 'nope'; allowed:"),
+    (["retrievers.smartvector.weights.temporal=-0.25"], "retrievers.smartvector.weights.temporal=-0.25: weights must be >= 0"),
+    (["dataset.contradiction_rate=1.5"], "dataset.contradiction_rate=1.5: must be a number in [0, 1]"),
+    (["retrievers.smartvector.dormant=sleepy"], "retrievers.smartvector.dormant=sleepy: unknown; allowed: deprioritize, include, exclude"),
+    (["embedder=hashing", "embedder.kind=magic"], "embedder.kind=magic: unknown; allowed: minilm, hashing"),
+]
+
+
+@pytest.mark.parametrize("overrides, message", BAD_INPUT)
+def test_bad_input_exits_with_one_clear_line(cli, tmp_path, overrides, message):
+    out = tmp_path / "run"
+    r = cli("smartvector-bench", *overrides, f"hydra.run.dir={out}")
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert "Traceback" not in r.stderr
+    produced = {p.name for p in out.iterdir()} if out.exists() else set()
+    assert not produced & {"metrics.json", "table.md", "dataset"}
+    assert not any(n.startswith("run_") for n in produced)
+
+
+def test_unknown_experiment_lists_the_options(cli, tmp_path):
+    r = cli("smartvector-bench", "experiment=nope", f"hydra.run.dir={tmp_path / 'run'}")
+    assert r.returncode != 0
+    assert "experiment/nope" in r.stderr and "main" in r.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_malformed_dataset_file_names_file_and_line(cli, tiny_dataset, tmp_path):
+    lines = (tiny_dataset / "corpus.jsonl").read_text().splitlines()
+    lines[3] = lines[3][:20]
+    (tiny_dataset / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (tiny_dataset / "manifest.json").unlink()
+    r = cli("smartvector-bench", f"dataset.path={tiny_dataset}", "embedder=hashing",
+            f"hydra.run.dir={tmp_path / 'run'}")
+    assert r.returncode == 2
+    assert f"{tiny_dataset}/corpus.jsonl:4: not valid JSON" in r.stderr
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
+def test_gen_cli_is_deterministic_and_refuses_to_overwrite(cli, tmp_path):
+    args = ["dataset.n_families=3", "dataset.seed=5"]
+    a = cli("smartvector-gen", *args, f"out_dir={tmp_path / 'a'}")
+    b = cli("smartvector-gen", *args, f"out_dir={tmp_path / 'b'}")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    for name in ("corpus.jsonl", "queries.jsonl", "qrels/dev.tsv", "qrels/test.tsv", "manifest.json"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    again = cli("smartvector-gen", *args, f"out_dir={tmp_path / 'a'}")
+    assert again.returncode == 2 and "overwrite=true" in again.stderr
+    missing = cli("smartvector-gen", *args)
+    assert missing.returncode == 2 and "out_dir" in missing.stderr
+    manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
+    assert manifest["config"]["seed"] == 5 and manifest["config"]["n_families"] == 3
