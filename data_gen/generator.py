@@ -112,7 +112,6 @@ class Generator:
     def __init__(self, params: GeneratorParams):
         self.p = params
         self.start = parse_iso(params.start)
-        self.now = self.start + timedelta(days=params.horizon_days)
 
     # -- time helpers: offsets in days from `start` ------------------------------------------------------
     def iso(self, offset_days: float) -> str:
@@ -335,6 +334,11 @@ class Generator:
             raise BenchError(f"dataset.n_families={p.n_families}: the catalog has {len(FAMILIES)} families")
         order = _rng(p.seed, "families").permutation(len(FAMILIES))[: p.n_families]
         families = [FAMILIES[int(i)] for i in order]
+        for i, fam in enumerate(families):
+            if p.versions[i % len(p.versions)] >= len(fam.values):
+                raise BenchError(f"dataset.versions={list(p.versions)}: family {fam.key!r} has {len(fam.values)} "
+                                 f"values; each version needs a new one and rumours an unused one, so use at most "
+                                 f"{len(fam.values) - 1} versions")
         n_runbooks = int(round(p.runbook_fraction * p.n_families))
         total_chatter = p.n_families * p.chatter_per_family
         n_rumors = int(round(p.contradiction_rate * total_chatter))

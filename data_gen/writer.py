@@ -3,6 +3,7 @@ sibling folder that is renamed into place only when complete."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -43,8 +44,6 @@ def render_files(params: GeneratorParams) -> dict[str, str]:
 
 def _manifest(params: GeneratorParams, chunks: list[ChunkRecord], queries: list[QueryRecord],
               files: dict[str, str]) -> dict:
-    import hashlib
-
     hashes = {name: hashlib.sha256(files[name].encode("utf-8")).hexdigest() for name in DATA_FILES}
     return {
         "schema_version": SCHEMA_VERSION,

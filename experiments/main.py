@@ -23,6 +23,7 @@ from smartvector_bench.provenance import header, provenance
 from smartvector_bench.report import render
 from smartvector_bench.retrievers import build_retriever, registered
 from smartvector_bench.run import Run, write_run_jsonl
+from smartvector_bench.timeutil import format_iso, from_days
 
 
 def chosen_systems(cfg: dict) -> list[str]:
@@ -102,7 +103,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                     "n_queries": len(queries), "seed": dataset.seed},
         "embedder": embedder.model_id,
         "experiment": {"name": exp.get("name", "main"), "baseline": baseline, "k": k,
-                       "serve_time": serve_time},
+                       "serve_time": format_iso(from_days(serve_time))},
         "systems": results,
         "system_info": {name: retrievers[name].describe() for name in systems},
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only

@@ -27,14 +27,15 @@ from ..consolidation import ConsolidationParams, ConsolidationResult, consolidat
 from ..dataset import Corpus
 from ..errors import BenchError
 from ..index import FlatIndex
-from ..lifecycle import Status, deprecated_at
+from ..lifecycle import Status, deprecated_at, statuses_at
 from ..ripple import RippleParams
 from ..run import Run, rank_by_score
+from ..settings import choice, section
 from ..signals.confidence import ConfidenceParams, is_dormant, live_confidence
 from ..signals.fusion import fuse, weights_from_config
-from ..settings import choice, section
 from ..signals.relational import RelationalParams, relational_signal
 from ..signals.temporal import TemporalParams, temporal_signal
+from ..timeutil import format_iso, from_days
 from . import register
 
 EXCLUDABLE = ("DORMANT", "DEPRECATED", "ARCHIVED")
@@ -90,6 +91,14 @@ class SmartVector:
         self.archived = np.zeros(n, dtype=bool)
         self.superseded_by = corpus.superseded_by()
         self.relational = relational_signal(self.state.edge_count, self.rel.per_edge, self.rel.cap)
+        # The store's statuses when serving starts (reported in describe(); queries judge their own as_of).
+        at = np.array([serve_time])
+        dormant = is_dormant(live_confidence(self.state.base_confidence, corpus.created_at, at, self.positive,
+                                             self.state.negative_feedback, self.access, self.conf_params),
+                             self.conf_params)
+        codes = statuses_at(self.superseded_by, corpus.valid_from, corpus.created_at, serve_time, dormant,
+                            self.archived, at)[0]
+        self.status_counts = {s.name: int((codes == s).sum()) for s in Status}
 
     # -- scoring -------------------------------------------------------------------------------------------
     def signals(self, semantic: np.ndarray, as_of: np.ndarray) -> dict[str, np.ndarray]:
@@ -154,7 +163,7 @@ class SmartVector:
                     "top-1 four-signal score (weights normalised to sum 1), in [0, 1]" if reported == "score"
                     else "top-1 live confidence C at as_of"),
                 "consolidation": self.state.summary(),
-                "serve_time_days": self.serve_time,
+                "serve_time": format_iso(from_days(self.serve_time)),
                 "status_policy": {"exclude": self.exclude, "dormant": self.policy.dormant,
                                   "exclude_created_after_as_of": self.policy.exclude_created_after_as_of},
-                "statuses_known": [s.name for s in Status]}
+                "statuses_at_serve_time": self.status_counts}
