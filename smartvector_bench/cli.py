@@ -14,7 +14,8 @@ from . import CONF_DIR
 from .cli_errors import reports_bad_input
 from .errors import BenchError
 
-EXPERIMENTS = {"main": "experiments.main"}
+EXPERIMENTS = {"main": "experiments.main", "reembed_cost": "experiments.reembed_cost",
+               "feedback_loop": "experiments.feedback_loop"}
 
 if not OmegaConf.has_resolver("pid"):
     # Part of the run dir, so two runs started in the same microsecond still get separate folders.

@@ -1,86 +1,48 @@
-"""The consolidation pass run before queries are served (SmartVector paper, "Consolidation (Sleep-Time
-Replay)"): contradiction detection and resolution, dependency edges (given and detected), supersession with
-dependency transfer, and ripple penalties from changed or contradicted vectors.
+"""The ConsolidationAgent (SmartVector paper, "Consolidation (Sleep-Time Replay)"), run on a VectorStore at
+simulated times: dormancy transitions, contradiction detection (``reference`` or ``semantic`` detector) and
+the majority-vote verdict, dependency edges (given and detected), ripple penalties from superseded or
+contradicted vectors, DEPRECATED -> ARCHIVED, UNCONSOLIDATED -> ACTIVE. Dependencies follow supersession:
+an edge to a superseded vector counts for the version in force.
 
-Differences from the reference implementation, on purpose: the conflict verdict is applied (the loser gets
-one correction, i.e. one negative feedback) instead of only logged; the vote abstains on ties instead of
-favouring the second vector; time is the simulated serving time, never the wall clock.
+Differences from the reference implementation, on purpose: the verdict is applied (the loser gets one
+correction, i.e. one negative feedback) instead of only logged; the vote abstains on tied criteria instead of
+favouring the second vector; ARCHIVED is assigned; time is the simulated time, never the wall clock; each
+run looks at what changed since the previous run (pairs are judged once).
+
+``consolidate(corpus, at, params)`` is the frozen form used by the main table: ingest everything created by
+``at``, apply the supersessions in force, run the agent once.
 """
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
 
 from .csr import Ragged
 from .dataset import Corpus
-from .ripple import RippleParams, apply_penalties, ripple
+from .detectors import (ReferenceDetector, SemanticDetector, content_similarity, jaccard_between,  # noqa: F401
+                        jaccard_pairs, word_sets_matrix)
+from .lifecycle import Status
+from .ripple import RippleParams, ripple
 from .settings import choice
+from .signals.confidence import ConfidenceParams
+from .store import StoreParams, VectorStore
 
 
 @dataclass(frozen=True)
 class ConsolidationParams:
     enabled: bool = True
-    detector: str = choice("reference")  # word Jaccard > topic_threshold and difflib ratio < content_threshold
-    topic_threshold: float = 0.3
-    content_threshold: float = 0.4
-    verdict: str = choice("demote", "log_only")  # demote: the loser gets one negative feedback; log_only: the reference
+    detector: str = choice("reference", "semantic")
+    topic_threshold: float = 0.3  # reference: word Jaccard above this = same topic
+    content_threshold: float = 0.4  # reference: difflib ratio below this = different claim
+    similarity_threshold: float = 0.6  # semantic: cosine at least this = same subject
+    verdict: str = choice("demote", "log_only")  # demote: the loser gets one negative feedback; log_only: reference
     tie_break: str = choice("authority", "recency")  # who wins a 1-1 vote
     detect_dependencies: bool = True
     dependency_threshold: float = 0.35  # word Jaccard: the lower-authority chunk depends on the higher one
-    transfer_dependencies: bool = True  # a superseding vector takes over its predecessor's edges
+    transfer_dependencies: bool = True  # an edge to a superseded vector counts for its successor in force
     ripple: RippleParams = field(default_factory=RippleParams)
-
-
-@dataclass
-class ConsolidationResult:
-    base_confidence: np.ndarray  # after ripple penalties
-    negative_feedback: np.ndarray  # corrections applied by verdicts
-    depends_on: Ragged  # final dependency edges (after detection and transfer)
-    edge_count: np.ndarray  # depends_on + depended_by per vector
-    contradictions: list[tuple[int, int, int]]  # (winner, loser, votes for winner)
-    events: list[dict]  # audit log: time, kind, vector, cause, detail
-
-    def summary(self) -> dict:
-        kinds: dict[str, int] = {}
-        for e in self.events:
-            kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
-        return {"contradictions": len(self.contradictions), "edges": int(self.depends_on.indices.size),
-                "events": dict(sorted(kinds.items()))}
-
-
-def word_sets_matrix(texts: list[str]) -> sparse.csr_matrix:
-    """Binary (N, vocabulary) matrix of lower-cased whitespace tokens (the reference's word sets)."""
-    vocab: dict[str, int] = {}
-    rows, cols = [], []
-    for i, text in enumerate(texts):
-        for w in set(text.lower().split()):
-            rows.append(i)
-            cols.append(vocab.setdefault(w, len(vocab)))
-    data = np.ones(len(rows), dtype=np.float32)
-    return sparse.csr_matrix((data, (rows, cols)), shape=(len(texts), max(1, len(vocab))))
-
-
-def jaccard_pairs(words: sparse.csr_matrix, threshold: float, mask: np.ndarray | None = None,
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(i, j, jaccard) for i < j with Jaccard > threshold, among rows where ``mask`` is true."""
-    idx = np.arange(words.shape[0]) if mask is None else np.nonzero(mask)[0]
-    sub = words[idx]
-    inter = (sub @ sub.T).tocoo()
-    sizes = np.asarray(sub.sum(axis=1)).ravel()
-    keep = inter.row < inter.col
-    r, c, x = inter.row[keep], inter.col[keep], inter.data[keep]
-    jac = x / (sizes[r] + sizes[c] - x)
-    hit = jac > threshold
-    return idx[r[hit]], idx[c[hit]], jac[hit]
-
-
-def content_similarity(a: str, b: str) -> float:
-    """difflib SequenceMatcher ratio on lower-cased text (the reference's character similarity)."""
-    return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
 
 
 def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedback_ratio: np.ndarray,
@@ -108,8 +70,9 @@ def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedb
     return winner, loser, votes[winner]
 
 
-def _edges_to_ragged(src: np.ndarray, dst: np.ndarray, n: int) -> Ragged:
-    """Unique directed edges (src depends on dst) as a Ragged over src, rows sorted."""
+def edges_to_ragged(src: np.ndarray, dst: np.ndarray, n: int) -> Ragged:
+    """Unique directed edges (src depends on dst) as a Ragged over src, rows sorted; self-loops dropped."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if src.size:
         pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
         pairs = pairs[pairs[:, 0] != pairs[:, 1]]
@@ -122,9 +85,7 @@ def _edges_to_ragged(src: np.ndarray, dst: np.ndarray, n: int) -> Ragged:
 
 def reverse(depends_on: Ragged) -> Ragged:
     """depended_by from depends_on."""
-    src = depends_on.row_ids()
-    order = np.lexsort((src, depends_on.indices))
-    return _edges_to_ragged(depends_on.indices[order], src[order], depends_on.n_rows)
+    return edges_to_ragged(depends_on.indices, depends_on.row_ids(), depends_on.n_rows)
 
 
 def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: float) -> np.ndarray:
@@ -139,73 +100,194 @@ def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: floa
     return out
 
 
-def consolidate(corpus: Corpus, at: float, p: ConsolidationParams) -> ConsolidationResult:
-    """One consolidation pass over the vectors ingested by ``at`` (simulated days)."""
-    n = len(corpus)
-    base = corpus.authority.astype(np.float64).copy()
-    negative = np.zeros(n)
-    events: list[dict] = []
-    superseded_by = corpus.superseded_by()
-    successor = latest_successor(superseded_by, corpus.valid_from, at)
-    ingested = corpus.created_at <= at
-    deprecated = successor != np.arange(n)
-    src = corpus.depends_on.row_ids()
-    dst = corpus.depends_on.indices
-    contradictions: list[tuple[int, int, int]] = []
+class ConsolidationAgent:
+    def __init__(self, corpus: Corpus, params: ConsolidationParams, vectors: np.ndarray | None = None):
+        self.corpus = corpus
+        self.p = params
+        if params.detector == "semantic":
+            if vectors is None:
+                raise ValueError("the semantic detector needs the corpus embeddings")
+            self.detector = SemanticDetector(corpus, vectors, params.similarity_threshold)
+        else:
+            self.detector = ReferenceDetector(corpus, params.topic_threshold, params.content_threshold)
+        self.words = self.detector.words if params.detector == "reference" else word_sets_matrix(corpus.texts)
+        self.src: list[np.ndarray] = []  # dependency edges, as found (before transfer)
+        self.dst: list[np.ndarray] = []
+        self.judged: set[tuple[int, int]] = set()
+        self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
+        self.last_run: float | None = None
 
-    if not p.enabled:
-        deps = _edges_to_ragged(src, dst, n)
-        return ConsolidationResult(base, negative, deps, deps.counts() + reverse(deps).counts(), [], events)
+    # -- edges -----------------------------------------------------------------------------------------------
+    def raw_edges(self) -> Ragged:
+        src = np.concatenate(self.src) if self.src else np.zeros(0, dtype=np.int64)
+        dst = np.concatenate(self.dst) if self.dst else np.zeros(0, dtype=np.int64)
+        return edges_to_ragged(src, dst, len(self.corpus))
 
-    words = word_sets_matrix(corpus.texts)
-    doc_version = np.array([f"{d}\0{v}" for d, v in zip(corpus.doc_id, corpus.version)], dtype=object)
+    def depends_on(self, at: float) -> Ragged:
+        """Edges as they count at ``at``: transferred to the version in force when configured."""
+        raw = self.raw_edges()
+        if not (self.p.enabled and self.p.transfer_dependencies):
+            return raw
+        succ = latest_successor(self.corpus.superseded_by(), self.corpus.valid_from, at)
+        return edges_to_ragged(succ[raw.row_ids()], succ[raw.indices], len(self.corpus))
 
-    # 1. Contradictions among vectors in force: same topic (word overlap), different claim (low char similarity).
-    live = ingested & ~deprecated
-    ratio = np.full(n, 0.5)  # feedback ratio with no feedback yet
-    for i, j, jac in zip(*jaccard_pairs(words, p.topic_threshold, live)):
-        if doc_version[i] == doc_version[j]:
-            continue
-        sim = content_similarity(corpus.texts[i], corpus.texts[j])
-        if sim >= p.content_threshold:
-            continue
-        winner, loser, votes = resolve(int(i), int(j), corpus.created_at, corpus.authority, ratio, p.tie_break)
-        contradictions.append((winner, loser, votes))
-        events.append({"time": at, "kind": "contradiction", "vector": loser, "cause": winner,
-                       "detail": {"jaccard": round(float(jac), 4), "char_similarity": round(sim, 4),
-                                  "votes_for_winner": votes, "applied": p.verdict == "demote"}})
-        if p.verdict == "demote":
-            negative[loser] += 1
+    def edge_count(self, at: float) -> np.ndarray:
+        deps = self.depends_on(at)
+        return deps.counts() + reverse(deps).counts()
 
-    # 2. Dependency edges: the corpus's own, plus detected ones between different documents.
-    if p.detect_dependencies:
-        i, j, _ = jaccard_pairs(words, p.dependency_threshold, ingested)
-        other = corpus.doc_id[i] != corpus.doc_id[j]
-        i, j = i[other], j[other]
-        # The lower-authority chunk depends on the higher one; on equal authority the newer depends on the older.
-        a_i, a_j = corpus.authority[i], corpus.authority[j]
-        j_depends = (a_i > a_j) | ((a_i == a_j) & (corpus.created_at[j] >= corpus.created_at[i]))
-        src = np.concatenate([src, np.where(j_depends, j, i)])
-        dst = np.concatenate([dst, np.where(j_depends, i, j)])
-        for a, b in zip(np.where(j_depends, j, i), np.where(j_depends, i, j)):
-            events.append({"time": at, "kind": "dependency_detected", "vector": int(a), "cause": int(b),
-                           "detail": {}})
-    deps_before = _edges_to_ragged(src, dst, n)
+    # -- one run ---------------------------------------------------------------------------------------------
+    def run(self, store: VectorStore, t: float) -> None:
+        c = self.corpus
+        pending = np.array(sorted(store.pending), dtype=np.int64)
+        store.pending.clear()
+        self.last_run = t
+        if not self.p.enabled:
+            self._add_given_edges(pending)
+            return
+        in_force = store.in_force()
+        self._dormancy(store, t, in_force)
 
-    # 3. Ripple from every changed (superseded) or contradicted vector to its dependants.
-    origins = sorted(set(np.nonzero(deprecated & ingested)[0].tolist())
-                     | ({c[1] for c in contradictions} if p.verdict == "demote" else set()))
-    depended_by = reverse(deps_before)
-    for origin in origins:
-        hits = ripple(depended_by, origin, p.ripple, skip=deprecated | ~ingested)
-        base = apply_penalties(base, hits, p.ripple.floor)
-        for v, depth, pen in hits:
-            events.append({"time": at, "kind": "ripple", "vector": v, "cause": origin,
-                           "detail": {"depth": depth, "penalty": pen}})
+        # Contradictions between what changed and what is in force.
+        origins: set[int] = set()
+        new = pending[in_force[pending]] if len(pending) else pending
+        for a, b, detail in self.detector.pairs(new, np.nonzero(in_force)[0]):
+            if (a, b) in self.judged:
+                continue
+            self.judged.add((a, b))
+            winner, loser, votes = resolve(a, b, c.created_at, c.authority, store.feedback_ratio(), self.p.tie_break)
+            self.contradictions.append((winner, loser, votes))
+            store.log(t, "contradiction", loser, winner, detector=self.detector.name, votes_for_winner=votes,
+                      applied=self.p.verdict == "demote", **detail)
+            if self.p.verdict == "demote":
+                store.feedback(loser, False, t, cause=f"verdict: contradicted by {c.ids[winner]}")
+                origins.add(loser)
 
-    # 4. Supersession transfers dependencies to the version in force.
-    if p.transfer_dependencies:
-        src, dst = successor[src], successor[dst]
-    deps = _edges_to_ragged(src, dst, n)
-    edge_count = deps.counts() + reverse(deps).counts()
-    return ConsolidationResult(base, negative, deps, edge_count, contradictions, events)
+        # Dependency edges: the corpus's own, plus detected ones between different documents.
+        self._add_given_edges(pending)
+        if self.p.detect_dependencies and len(pending):
+            ingested = np.nonzero(store.ingested())[0]
+            i, j, _ = jaccard_between(self.words, pending, ingested, self.p.dependency_threshold)
+            keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, pending) & (j < i))  # each new pair once
+            i, j = i[keep], j[keep]
+            ai, aj = c.authority[i], c.authority[j]
+            # The lower-authority chunk depends on the higher one; on equal authority the newer on the older
+            # (then the later corpus row on the earlier).
+            ci, cj = c.created_at[i], c.created_at[j]
+            i_depends = (ai < aj) | ((ai == aj) & ((ci > cj) | ((ci == cj) & (i > j))))
+            src, dst = np.where(i_depends, i, j), np.where(i_depends, j, i)
+            self.src.append(src)
+            self.dst.append(dst)
+            for a, b in zip(src.tolist(), dst.tolist()):
+                store.log(t, "dependency_detected", a, b)
+
+        # Ripple from every vector superseded since the last run, and from every demoted loser.
+        origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
+        if origins:
+            depended_by = reverse(self.raw_edges())
+            skip = ~store.in_force()
+            for origin in sorted(origins):
+                for v, depth, pen in ripple(depended_by, origin, self.p.ripple, skip=skip):
+                    store.penalize(v, pen, origin, depth, t, self.p.ripple.floor)
+
+        # DEPRECATED -> ARCHIVED after the grace period; UNCONSOLIDATED -> ACTIVE.
+        due = (store.status == Status.DEPRECATED) & (store.deprecated_at <= t - store.params.archive_after_days)
+        for i in np.nonzero(due)[0]:
+            store.archive(int(i), t)
+        for i in np.nonzero(store.status == Status.UNCONSOLIDATED)[0]:
+            store.set_status(int(i), Status.ACTIVE, t, "consolidated")
+
+    def _add_given_edges(self, pending: np.ndarray) -> None:
+        deps = self.corpus.depends_on
+        for i in pending.tolist():
+            row = deps.row(i)
+            if len(row):
+                self.src.append(np.full(len(row), i, dtype=np.int64))
+                self.dst.append(row.astype(np.int64))
+
+    def _dormancy(self, store: VectorStore, t: float, in_force: np.ndarray) -> None:
+        conf = store.live_confidence(np.array([t]))[0]
+        low = conf < store.conf.dormant_threshold
+        awake = (store.status == Status.ACTIVE) | (store.status == Status.UNCONSOLIDATED)
+        for i in np.nonzero(in_force & awake & low)[0]:
+            store.set_status(int(i), Status.DORMANT, t, f"decay: confidence {conf[i]:.3f} below threshold")
+        for i in np.nonzero((store.status == Status.DORMANT) & ~low)[0]:
+            store.set_status(int(i), Status.ACTIVE, t, f"revived: confidence {conf[i]:.3f}")
+
+
+# -- the frozen form ---------------------------------------------------------------------------------------------
+
+@dataclass
+class ConsolidationResult:
+    store: VectorStore
+    agent: ConsolidationAgent
+    at: float
+
+    @property
+    def base_confidence(self) -> np.ndarray:
+        return self.store.base_confidence
+
+    @property
+    def negative_feedback(self) -> np.ndarray:
+        return self.store.negative
+
+    @property
+    def depends_on(self) -> Ragged:
+        return self.agent.depends_on(self.at)
+
+    @property
+    def edge_count(self) -> np.ndarray:
+        return self.agent.edge_count(self.at)
+
+    @property
+    def contradictions(self) -> list[tuple[int, int, int]]:
+        return self.agent.contradictions
+
+    @property
+    def events(self) -> list[dict]:
+        """What consolidation did (ingest and status bookkeeping left out)."""
+        return [e for e in self.store.events if e["kind"] in CONSOLIDATION_EVENTS]
+
+    def summary(self) -> dict:
+        return summarize(self.store, self.agent)
+
+
+CONSOLIDATION_EVENTS = ("contradiction", "dependency_detected", "ripple")
+
+
+def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
+    """Counts of what consolidation did, and the edges as they count after the agent's last run."""
+    kinds: dict[str, int] = {}
+    for e in store.events:
+        if e["kind"] in CONSOLIDATION_EVENTS:
+            kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    at = agent.last_run if agent.last_run is not None else -np.inf
+    return {"contradictions": len(agent.contradictions), "edges": int(agent.depends_on(at).indices.size),
+            "events": dict(sorted(kinds.items()))}
+
+
+def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
+    """Ingest vectors created in (since, at] and apply supersessions taking effect then, in time order."""
+    c = store.corpus
+    events: list[tuple[float, int, int, int]] = []  # (time, order, kind, vector): ingest before supersede
+    for i in np.nonzero((c.created_at > since) & (c.created_at <= at))[0]:
+        events.append((float(c.created_at[i]), 0, 0, int(i)))
+    succ = store.superseded_by
+    for old in np.nonzero(succ >= 0)[0]:
+        t = float(c.valid_from[succ[old]])
+        if since < t <= at:
+            events.append((t, 1, 1, int(old)))
+    for t, _, kind, i in sorted(events):
+        if kind == 0:
+            store.ingest(i, t)
+        else:
+            store.supersede(i, int(succ[i]), t)
+
+
+def consolidate(corpus: Corpus, at: float, params: ConsolidationParams, vectors: np.ndarray | None = None,
+                conf: ConfidenceParams | None = None, store_params: StoreParams | None = None) -> ConsolidationResult:
+    """Everything created by ``at`` ingested, supersessions in force applied, one consolidation run at ``at``."""
+    store = VectorStore(corpus, conf or ConfidenceParams(), store_params or StoreParams())
+    ingest_until(store, at)
+    agent = ConsolidationAgent(corpus, params, vectors)
+    agent.run(store, at)
+    return ConsolidationResult(store, agent, at)

@@ -176,7 +176,8 @@ def test_contradiction_demote():
     ev = [e for e in res.events if e["kind"] == "contradiction"]
     assert len(ev) == 1
     assert ev[0]["vector"] == 1 and ev[0]["cause"] == 0
-    assert ev[0]["detail"] == {"jaccard": 0.8571, "char_similarity": 0.2895, "votes_for_winner": 1, "applied": True}
+    assert {k: ev[0][k] for k in ("jaccard", "char_similarity", "votes_for_winner", "applied", "detector")} == \
+        {"jaccard": 0.8571, "char_similarity": 0.2895, "votes_for_winner": 1, "applied": True, "detector": "reference"}
     # Jaccard 6/7 > 0.35 too: the slack chunk (0.3) depends on the policy chunk (0.9), plus given wiki -> slack
     assert rows_of(res.depends_on) == [[], [0], [1]]
     assert res.edge_count.tolist() == [1, 2, 1]
@@ -190,7 +191,7 @@ def test_contradiction_log_only_applies_nothing():
     res = consolidate(contradiction_corpus(), 60.0, ConsolidationParams(verdict="log_only"))
     assert res.contradictions == [(0, 1, 1)]
     assert res.negative_feedback.tolist() == [0.0, 0.0, 0.0]
-    assert [e["detail"]["applied"] for e in res.events if e["kind"] == "contradiction"] == [False]
+    assert [e["applied"] for e in res.events if e["kind"] == "contradiction"] == [False]
     np.testing.assert_allclose(res.base_confidence, [0.9, 0.3, 0.75], rtol=0, atol=1e-12)  # no ripple
 
 
@@ -229,7 +230,7 @@ def test_similar_texts_are_not_contradictions():
     assert res.contradictions == []
     # Jaccard 10/12 > 0.35: the wiki chunk (0.75) depends on the policy chunk (0.9)
     assert rows_of(res.depends_on) == [[], [0]]
-    # equal authority: the later index depends on the earlier
+    # equal authority and creation time: the later index depends on the earlier
     corpus.authority[1] = 0.9
     assert rows_of(consolidate(corpus, 1.0, ConsolidationParams()).depends_on) == [[], [0]]
     corpus.authority[0] = 0.5
@@ -256,7 +257,7 @@ def test_chain_ripple_and_transfer():
     res = consolidate(chain_corpus(), 20.0, ConsolidationParams())
     # A changed: B (hop 1) 0.85 - 0.15 = 0.70; C (hop 2) 0.75 - 0.075 = 0.675; D (hop 3) untouched 0.5
     np.testing.assert_allclose(res.base_confidence, [0.9, 0.70, 0.675, 0.5, 0.9], rtol=0, atol=1e-12)
-    ripples = [(e["vector"], e["cause"], e["detail"]["depth"]) for e in res.events if e["kind"] == "ripple"]
+    ripples = [(e["vector"], e["cause"], e["depth"]) for e in res.events if e["kind"] == "ripple"]
     assert ripples == [(1, 0, 1), (2, 0, 2)]
     assert res.contradictions == [] and res.negative_feedback.tolist() == [0.0] * 5
     # B -> A becomes B -> A2

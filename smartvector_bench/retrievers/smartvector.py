@@ -23,7 +23,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..consolidation import ConsolidationParams, ConsolidationResult, consolidate
+from ..consolidation import ConsolidationAgent, ConsolidationParams, consolidate, summarize
 from ..dataset import Corpus
 from ..errors import BenchError
 from ..index import FlatIndex
@@ -31,7 +31,8 @@ from ..lifecycle import Status, deprecated_at, statuses_at
 from ..ripple import RippleParams
 from ..run import Run, rank_by_score
 from ..settings import choice, section
-from ..signals.confidence import ConfidenceParams, is_dormant, live_confidence
+from ..signals.confidence import ConfidenceParams, is_dormant
+from ..store import StoreParams, VectorStore
 from ..signals.fusion import fuse, weights_from_config
 from ..signals.relational import RelationalParams, relational_signal
 from ..signals.temporal import TemporalParams, temporal_signal
@@ -51,8 +52,8 @@ class StatusPolicy:
     POSITIVE: ClassVar[tuple[str, ...]] = ("query_batch",)
 
 
-TOP_LEVEL = {"kind", "weights", "temporal", "confidence", "relational", "consolidation", "exclude_statuses",
-             *StatusPolicy.__dataclass_fields__}
+TOP_LEVEL = {"kind", "weights", "temporal", "confidence", "relational", "consolidation", "lifecycle",
+             "exclude_statuses", *StatusPolicy.__dataclass_fields__}
 
 
 @register("smartvector")
@@ -72,6 +73,7 @@ class SmartVector:
         cons = dict(cfg.get("consolidation") or {})
         ripple_params = section(RippleParams, cons.get("ripple"), f"{where}.consolidation.ripple")
         self.cons_params = section(ConsolidationParams, cons, f"{where}.consolidation", {"ripple": ripple_params})
+        self.store_params = section(StoreParams, cfg.get("lifecycle"), f"{where}.lifecycle")
         policy = {k: cfg[k] for k in StatusPolicy.__dataclass_fields__ if k in cfg}
         self.policy = section(StatusPolicy, policy, where)
         self.exclude = list(cfg.get("exclude_statuses", ["DEPRECATED", "ARCHIVED"]))
@@ -81,38 +83,49 @@ class SmartVector:
 
     # -- ingest + consolidation ----------------------------------------------------------------------------
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
-        self.corpus = corpus
-        self._index = FlatIndex(vectors)
+        """Frozen form: everything created by ``serve_time`` ingested and consolidated once there."""
+        state = consolidate(corpus, serve_time, self.cons_params, vectors, self.conf_params, self.store_params)
+        self.bind(corpus, vectors, state.store, state.agent)
         self.serve_time = serve_time
-        self.state: ConsolidationResult = consolidate(corpus, serve_time, self.cons_params)
-        n = len(corpus)
-        self.positive = np.zeros(n)
-        self.access = np.zeros(n)
-        self.archived = np.zeros(n, dtype=bool)
-        self.superseded_by = corpus.superseded_by()
-        self.relational = relational_signal(self.state.edge_count, self.rel.per_edge, self.rel.cap)
         # The store's statuses when serving starts (reported in describe(); queries judge their own as_of).
         at = np.array([serve_time])
-        dormant = is_dormant(live_confidence(self.state.base_confidence, corpus.created_at, at, self.positive,
-                                             self.state.negative_feedback, self.access, self.conf_params),
-                             self.conf_params)
-        codes = statuses_at(self.superseded_by, corpus.valid_from, corpus.created_at, serve_time, dormant,
-                            self.archived, at)[0]
+        dormant = is_dormant(self.store.live_confidence(at), self.conf_params)
+        codes = statuses_at(self.store.superseded_by, corpus.valid_from, corpus.created_at, serve_time, dormant,
+                            self.store.archived_at <= serve_time, at)[0]
         self.status_counts = {s.name: int((codes == s).sum()) for s in Status}
+
+    def bind(self, corpus: Corpus, vectors: np.ndarray, store: VectorStore, agent: ConsolidationAgent) -> None:
+        """Serve from a given (possibly live, changing) store and consolidation agent."""
+        self.corpus = corpus
+        self._index = FlatIndex(vectors)
+        self.store = store
+        self.agent = agent
+        self._relational_key = None
+
+    def relational(self) -> np.ndarray:
+        """R per vector from the edges known at the agent's last run (recomputed only after a new run)."""
+        at = self.agent.last_run if self.agent.last_run is not None else -np.inf
+        key = (at, len(self.agent.src))
+        if key != self._relational_key:
+            self._relational = relational_signal(self.agent.edge_count(at), self.rel.per_edge, self.rel.cap)
+            self._relational_key = key
+        return self._relational
 
     # -- scoring -------------------------------------------------------------------------------------------
     def signals(self, semantic: np.ndarray, as_of: np.ndarray) -> dict[str, np.ndarray]:
         """The four signals and status masks, each (Q, N), at each query's as_of."""
-        c = self.corpus
+        c, st = self.corpus, self.store
+        t = np.asarray(as_of, dtype=np.float64)[:, None]
         temporal = temporal_signal(c.created_at, c.valid_from, c.valid_to, as_of, self.temporal.half_life_days,
                                    self.temporal.expired_score)
-        confidence = live_confidence(self.state.base_confidence, c.created_at, as_of, self.positive,
-                                     self.state.negative_feedback, self.access, self.conf_params)
-        relational = np.broadcast_to(self.relational, semantic.shape)
+        confidence = st.live_confidence(as_of)
+        relational = np.broadcast_to(self.relational(), semantic.shape)
         return {"semantic": semantic, "temporal": temporal, "confidence": confidence, "relational": relational,
                 "dormant": is_dormant(confidence, self.conf_params),
-                "deprecated": deprecated_at(self.superseded_by, c.valid_from, as_of),
-                "future": np.asarray(as_of, dtype=np.float64)[:, None] < c.created_at[None, :]}
+                "deprecated": deprecated_at(st.superseded_by, c.valid_from, as_of),
+                "archived": t >= st.archived_at[None, :],
+                # not in the store at as_of: created later, or (live replay) not ingested yet
+                "future": (t < c.created_at[None, :]) | (t < st.ingested_at[None, :])}
 
     def score(self, semantic: np.ndarray, as_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
         """(score, rank_key, signals): rank_key applies the status policy; score is the fused value."""
@@ -127,7 +140,7 @@ class SmartVector:
         if "DEPRECATED" in self.exclude:
             excluded |= sig["deprecated"]
         if "ARCHIVED" in self.exclude:
-            excluded |= self.archived[None, :]
+            excluded |= sig["archived"]
         if self.policy.exclude_created_after_as_of:
             excluded |= sig["future"]
         key[excluded] = -np.inf
@@ -162,7 +175,7 @@ class SmartVector:
         return {"confidence": f"reported_confidence={reported}: " + (
                     "top-1 four-signal score (weights normalised to sum 1), in [0, 1]" if reported == "score"
                     else "top-1 live confidence C at as_of"),
-                "consolidation": self.state.summary(),
+                "consolidation": summarize(self.store, self.agent),
                 "serve_time": format_iso(from_days(self.serve_time)),
                 "status_policy": {"exclude": self.exclude, "dormant": self.policy.dormant,
                                   "exclude_created_after_as_of": self.policy.exclude_created_after_as_of},
