@@ -115,8 +115,10 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                              "system": name, "split": split, "n_queries": m["n_queries"], "top1": m["top1"],
                              "top1_lo": m["top1_ci"][0], "top1_hi": m["top1_ci"][1], "stale_rate": m["stale_rate"],
                              "rumor_rate": m["rumor_rate"], "ece": m["ece"],
-                             "corrections": feedback_totals["corrections"],
-                             "acceptances": feedback_totals["acceptances"], "dormant_in_force": dormant})
+                             # feedback so far: only the live system receives it
+                             "corrections": feedback_totals["corrections"] if name == "smartvector_live" else 0,
+                             "acceptances": feedback_totals["acceptances"] if name == "smartvector_live" else 0,
+                             "dormant_in_force": dormant})
         last_round = {"t": t, "queries": q_t, "idx": idx, "runs": runs}
         # The user reacts to the answers of the feedback split (measured above, before this feedback).
         draws = rng.random(len(q_t))  # one draw per asked query, whatever p is
@@ -187,13 +189,14 @@ def _write_outputs(out_dir: Path, result: dict, rows: list[dict], store: VectorS
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(out_dir / "feedback_loop.csv", buf.getvalue())
-    lines = [json.dumps(lineage(store, i), sort_keys=True) for i in np.nonzero(store.status >= 0)[0].tolist()]
+    lines = [json.dumps(lineage(store, i, system.agent), sort_keys=True)
+             for i in np.nonzero(store.status >= 0)[0].tolist()]
     atomic_write_text(out_dir / "lineage.jsonl", "\n".join(lines) + "\n")
     if last_round:
         q_t, idx = last_round["queries"], last_round["idx"]
         exp_lines = []
         for row, qi in enumerate(idx.tolist()):
-            rec = explain(system.retriever, qvecs[qi], float(q_t.as_of[row]))
+            rec = explain(system.retriever, qvecs[qi], float(q_t.as_of[row]), asked_at=last_round["t"])
             rec.update({"query_id": q_t.ids[row], "split": str(q_t.split[row]), "gold": system.retriever.corpus.ids[
                 int(q_t.gold[row])]})
             exp_lines.append(json.dumps(rec, sort_keys=True))

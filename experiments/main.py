@@ -15,6 +15,7 @@ from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
 from smartvector_bench import SCHEMA_VERSION
 from smartvector_bench.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.audit import detection_quality
 from smartvector_bench.dataset import SPLITS, Dataset, load_dataset
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
@@ -54,6 +55,13 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> Dataset:
     target = out_dir / "dataset"
     write_dataset(params, target, overwrite=True)
     return load_dataset(target)
+
+
+def _info(retriever, queries) -> dict:
+    info = retriever.describe()
+    if hasattr(retriever, "agent"):  # a consolidating system: score its verdicts against the injected rumours
+        info["contradiction_detection"] = detection_quality(retriever.store, retriever.agent, queries.rumor)
+    return info
 
 
 def run(cfg: dict, out_dir: str | Path) -> dict:
@@ -105,7 +113,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         "experiment": {"name": exp.get("name", "main"), "baseline": baseline, "k": k,
                        "serve_time": format_iso(from_days(serve_time))},
         "systems": results,
-        "system_info": {name: retrievers[name].describe() for name in systems},
+        "system_info": {name: _info(retrievers[name], queries) for name in systems},
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
         "provenance": provenance(cfg),
     }

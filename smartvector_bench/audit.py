@@ -28,9 +28,10 @@ def _chain(store: VectorStore, i: int, forward: bool) -> list[dict]:
     return out
 
 
-def lineage(store: VectorStore, i: int) -> dict:
+def lineage(store: VectorStore, i: int, agent=None) -> dict:
     """Everything that happened to vector ``i``: supersession chain, status changes, ripples received,
-    feedback, validations, accesses and contradictions, each with its simulated time and cause."""
+    feedback, validations, accesses and contradictions, each with its simulated time and cause; with the
+    consolidation ``agent``, also its dependency edges as they count after the agent's last run."""
     c = store.corpus
     mine = [e for e in store.events if e["vector"] == i]
     ids = c.ids
@@ -51,6 +52,7 @@ def lineage(store: VectorStore, i: int) -> dict:
         "supersedes": _chain(store, i, forward=False),
         "superseded_by": _chain(store, i, forward=True),
         "depends_on": [ids[j] for j in c.depends_on.row(i)],
+        **({"edges_now": _edges_now(agent, i)} if agent is not None else {}),
         "status_history": [{"time": when(e), "from": e["old"], "to": e["new"], "cause": e["cause"]}
                            for e in mine if e["kind"] == "status"],
         "ripples_received": [{"time": _iso(p["time"]), "origin": ids[p["origin"]], "depth": p["depth"],
@@ -70,9 +72,22 @@ def lineage(store: VectorStore, i: int) -> dict:
     }
 
 
-def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int = 1) -> dict:
+def _edges_now(agent, i: int) -> dict:
+    from .consolidation import reverse
+
+    at = agent.last_run if agent.last_run is not None else -np.inf
+    deps = agent.depends_on(at)
+    ids = agent.corpus.ids
+    return {"depends_on": [ids[j] for j in deps.row(i)], "depended_by": [ids[j] for j in reverse(deps).row(i)]}
+
+
+def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int = 1,
+            asked_at: float | None = None) -> dict:
     """Why the top hit won for one query: its four signals, weighted contributions and status at ``as_of``,
-    the same for the runner-up(s), and the logged events that changed the top hit's confidence before then."""
+    the same for the runner-up(s), and the logged events that changed the top hit's confidence up to
+    ``asked_at`` (when the question was asked; default ``as_of``). The state scored is the store's state
+    when ``explain`` is called, so call it when the query is answered."""
+    asked_at = as_of if asked_at is None else asked_at
     sem = retriever._index.all_scores(query_vector[None, :])
     at = np.array([as_of])
     score, key, sig = retriever.score(sem, at)
@@ -98,9 +113,10 @@ def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int =
     changed = [{"time": _iso(e["time"]), "kind": e["kind"], "cause": ids[e["cause"]] if isinstance(e["cause"], int)
                 else e["cause"], "confidence_before": e.get("confidence_before"),
                 "confidence_after": e.get("confidence_after")}
-               for e in store.events if e["vector"] == top and e["time"] <= as_of
+               for e in store.events if e["vector"] == top and e["time"] <= asked_at
                and e["kind"] in ("feedback", "ripple", "validation", "access", "contradiction")]
-    return {"as_of": _iso(as_of), "top": describe(top), "runner_ups": [describe(j) for j in order[1:]],
+    return {"as_of": _iso(as_of), "asked_at": _iso(asked_at), "top": describe(top),
+            "runner_ups": [describe(j) for j in order[1:]],
             "changed_by": changed}
 
 

@@ -116,6 +116,7 @@ class ConsolidationAgent:
         self.judged: set[tuple[int, int]] = set()
         self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
         self.last_run: float | None = None
+        self.edges_seen: set[int] = set()
 
     # -- edges -----------------------------------------------------------------------------------------------
     def raw_edges(self) -> Ragged:
@@ -140,12 +141,13 @@ class ConsolidationAgent:
         c = self.corpus
         pending = np.array(sorted(store.pending), dtype=np.int64)
         store.pending.clear()
-        self.last_run = t
+        fresh = np.array([i for i in pending.tolist() if i not in self.edges_seen], dtype=np.int64)
+        self.edges_seen.update(fresh.tolist())  # edges are looked for once per vector, when it first arrives
+        previous, self.last_run = self.last_run, t
         if not self.p.enabled:
-            self._add_given_edges(pending)
+            self._add_given_edges(fresh)
             return
         in_force = store.in_force()
-        self._dormancy(store, t, in_force)
 
         # Contradictions between what changed and what is in force.
         origins: set[int] = set()
@@ -163,11 +165,11 @@ class ConsolidationAgent:
                 origins.add(loser)
 
         # Dependency edges: the corpus's own, plus detected ones between different documents.
-        self._add_given_edges(pending)
-        if self.p.detect_dependencies and len(pending):
+        self._add_given_edges(fresh)
+        if self.p.detect_dependencies and len(fresh):
             ingested = np.nonzero(store.ingested())[0]
-            i, j, _ = jaccard_between(self.words, pending, ingested, self.p.dependency_threshold)
-            keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, pending) & (j < i))  # each new pair once
+            i, j, _ = jaccard_between(self.words, fresh, ingested, self.p.dependency_threshold)
+            keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
             i, j = i[keep], j[keep]
             ai, aj = c.authority[i], c.authority[j]
             # The lower-authority chunk depends on the higher one; on equal authority the newer on the older
@@ -180,16 +182,25 @@ class ConsolidationAgent:
             for a, b in zip(src.tolist(), dst.tolist()):
                 store.log(t, "dependency_detected", a, b)
 
-        # Ripple from every vector superseded since the last run, and from every demoted loser.
+        # Ripple from every vector superseded since the last run, and from every demoted loser, to whoever
+        # depended on it: by the edges as given, as they counted at the previous run (before this supersession
+        # moved them on) and as they count now.
         origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
         if origins:
-            depended_by = reverse(self.raw_edges())
+            views = [self.raw_edges(), self.depends_on(t)]
+            if previous is not None:
+                views.append(self.depends_on(previous))
+            src = np.concatenate([v.row_ids() for v in views])
+            dst = np.concatenate([v.indices for v in views])
+            depended_by = reverse(edges_to_ragged(src, dst, len(c)))
             skip = ~store.in_force()
             for origin in sorted(origins):
                 for v, depth, pen in ripple(depended_by, origin, self.p.ripple, skip=skip):
                     store.penalize(v, pen, origin, depth, t, self.p.ripple.floor)
 
-        # DEPRECATED -> ARCHIVED after the grace period; UNCONSOLIDATED -> ACTIVE.
+        # Dormancy after this run's verdicts and ripples; then DEPRECATED -> ARCHIVED after the grace period,
+        # and UNCONSOLIDATED -> ACTIVE.
+        self._dormancy(store, t, store.in_force())
         due = (store.status == Status.DEPRECATED) & (store.deprecated_at <= t - store.params.archive_after_days)
         for i in np.nonzero(due)[0]:
             store.archive(int(i), t)

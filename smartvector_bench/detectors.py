@@ -20,7 +20,7 @@ from scipy import sparse
 
 from .dataset import Corpus
 
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"\d+(?:,\d{3})*(?:\.\d+)?")
 
 
 class Detector(Protocol):
@@ -104,8 +104,9 @@ class ReferenceDetector:
         return out
 
 
-def stated_values(text: str) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(text))
+def stated_values(text: str) -> frozenset[float]:
+    """The numbers a text states, as values: "1,000" is 1000 and "2.0" equals "2"."""
+    return frozenset(float(x.replace(",", "")) for x in _NUMBER.findall(text))
 
 
 @dataclass

@@ -119,7 +119,9 @@ def apply_feedback(store: VectorStore, top1: np.ndarray, gold: np.ndarray, draws
                 store.validate(g, t, cause="user pointed to the right answer")
                 counts["revivals"] += int(was_dormant and store.status[g] != Status.DORMANT)
         elif top == g and u < p.p_accept:
+            was_dormant = store.status[top] == Status.DORMANT
             store.feedback(top, True, t, cause="user accepted")
             store.validate(top, t, cause="user accepted")
             counts["acceptances"] += 1
+            counts["revivals"] += int(was_dormant and store.status[top] != Status.DORMANT)
     return counts
