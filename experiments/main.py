@@ -92,7 +92,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         t = time.perf_counter()
         retriever = retrievers[name]
         retriever.index(corpus, corpus_vecs, serve_time)
-        runs[name] = retriever.search(query_vecs, queries.as_of, k)
+        runs[name] = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts)
         timings[f"{name}_s"] = time.perf_counter() - t
 
     baseline = exp.get("baseline", "plain_cosine")

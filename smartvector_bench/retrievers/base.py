@@ -19,8 +19,10 @@ class Retriever(Protocol):
         (simulated days; consolidation runs there)."""
         ...
 
-    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int) -> Run:
-        """Rank the corpus for each query; ``as_of[q]`` is the time the answer must hold at."""
+    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
+               texts: list[str] | None = None) -> Run:
+        """Rank the corpus for each query; ``as_of[q]`` is the time the answer must hold at. ``texts`` are the
+        query texts, for systems that do not work on embeddings (e.g. keyword overlap)."""
         ...
 
     def describe(self) -> dict:

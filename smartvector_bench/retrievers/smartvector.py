@@ -146,7 +146,8 @@ class SmartVector:
         key[excluded] = -np.inf
         return score, key, sig
 
-    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int) -> Run:
+    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
+               texts: list[str] | None = None) -> Run:
         q = len(query_vectors)
         ranked = np.full((q, k), -1, dtype=np.int64)
         scores = np.full((q, k), np.nan)
