@@ -29,9 +29,9 @@ from smartvector_bench.timeutil import format_iso, from_days
 
 def chosen_systems(cfg: dict) -> list[str]:
     """``systems: all`` means every system that is both registered and configured."""
-    configured = sorted((cfg.get("retrievers") or {}).keys())
+    configured = list((cfg.get("retrievers") or {}).keys())  # the order of conf/config.yaml's list
     known = registered()
-    allowed = [s for s in known if s in configured]
+    allowed = [s for s in configured if s in known]
     wanted = cfg.get("systems", "all")
     if wanted == "all":
         return allowed
@@ -102,7 +102,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
                                                n_boot=int(exp.get("n_boot", 1000)),
                                                seed=int(exp.get("bootstrap_seed", 0)),
-                                               n_bins=int(exp.get("ece_bins", 10)))
+                                               n_bins=int(exp.get("ece_bins", 10)),
+                                               windows=(corpus.valid_from, corpus.valid_to))
                          for split in SPLITS}
     metrics = {
         "schema_version": SCHEMA_VERSION,

@@ -14,6 +14,10 @@ Conventions (in addition to those of :mod:`smartvector_bench.metrics`):
   uses the *same* ``seed``, so all intervals of a split are computed on the same resampled query sets
   (and two systems evaluated on the same split with the same seed see the same resamples).
   The per-category ``top1_ci`` uses the same seed over that category's queries.
+* Temporal leakage (``leakage_at_10``, when the corpus validity windows are given): the pooled share of
+  returned top-10 chunks whose window [valid_from, valid_to) does not contain the query's as_of; its
+  interval is a bootstrap of that ratio over queries; ``by_category`` holds it per category (for example
+  ``historical``).
 * Floats are rounded to 6 decimals; NaN becomes None so the dict survives ``json.dumps(allow_nan=False)``.
 """
 
@@ -25,8 +29,8 @@ import numpy as np
 
 from .dataset import Queries
 from .errors import BenchError
-from .metrics import (bootstrap_ci, bootstrap_mean_ci, correct_at_1, ece, in_sets, mcnemar_exact,
-                      recall_at_k, reciprocal_rank)
+from .metrics import (bootstrap_ci, bootstrap_mean_ci, correct_at_1, ece, in_sets, leakage_rate, leaked,
+                      mcnemar_exact, recall_at_k, reciprocal_rank)
 from .run import Run
 
 DECIMALS = 6
@@ -83,7 +87,8 @@ def _point_metrics(j: dict[str, np.ndarray], conf: np.ndarray, n_bins: int) -> t
 
 
 def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.ndarray | None = None,
-                   n_boot: int = 1000, seed: int = 0, n_bins: int = 10) -> dict:
+                   n_boot: int = 1000, seed: int = 0, n_bins: int = 10,
+                   windows: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Metrics of ``run`` on the queries with ``queries.split == split`` (see the module docstring).
 
     ``baseline_correct`` is a bool array aligned to the full ``queries`` (all splits); when given, the
@@ -136,5 +141,13 @@ def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.
         metrics, _ = _point_metrics({k: v[sel] for k, v in j.items()}, conf[sel], n_bins)
         metrics["top1_ci"] = _ci(bootstrap_mean_ci(j["correct"][sel], **boot))
         by_category[cat] = metrics
+    if windows is not None:
+        # Temporal leakage over the top 10 (pooled share of returned chunks), overall and per category.
+        leak, ret = leaked(run.ranked[rows], windows[0], windows[1], queries.as_of[rows], k=MRR_K)
+        out["leakage_at_10"] = _r(leakage_rate(leak, ret))
+        out["leakage_at_10_ci"] = _ci(bootstrap_ci(leakage_rate, (leak, ret), **boot))
+        for cat, metrics in by_category.items():
+            sel = cats == cat
+            metrics["leakage_at_10"] = _r(leakage_rate(leak[sel], ret[sel]))
     out["by_category"] = by_category
     return out

@@ -31,13 +31,16 @@ def _p(p: float | None) -> str:
 
 def main_table(metrics: dict, split: str) -> str:
     baseline = metrics["experiment"]["baseline"]
-    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | n | McNemar p vs {baseline} |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | leakage@10 | leakage@10 "
+            f"(historical) | n | McNemar p vs {baseline} |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, per_split in metrics["systems"].items():
         m = per_split[split]
+        hist = m["by_category"].get("historical", {}).get("leakage_at_10")
+        leak = _pct_ci(m, "leakage_at_10") if m.get("leakage_at_10") is not None else "-"
         rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_pct_ci(m, 'stale_rate')} | {_pct_ci(m, 'rumor_rate')} | "
-                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
-                    f"{m['n_queries']} | {_p(m['mcnemar_p']) if name != baseline else '-'} |")
+                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | {leak} | "
+                    f"{_pct(hist)} | {m['n_queries']} | {_p(m['mcnemar_p']) if name != baseline else '-'} |")
     return "\n".join(rows)
 
 

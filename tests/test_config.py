@@ -68,7 +68,11 @@ def test_same_dataset_keys_mean_the_same_to_both_apps():
 
 
 def test_systems_selection():
-    assert chosen_systems(compose_config()) == registered()
+    cfg = compose_config()
+    everything = chosen_systems(cfg)
+    assert sorted(everything) == registered()
+    assert everything == list(cfg["retrievers"])  # in the order of conf/config.yaml's list
+    assert everything[0] == "plain_cosine"
     assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
     with pytest.raises(BenchError, match="unknown system 'bm25'; allowed: plain_cosine, smartvector"):
         chosen_systems(compose_config(["systems=[plain_cosine,bm25]"]))

