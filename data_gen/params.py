@@ -59,8 +59,12 @@ class GeneratorParams:
 _NOT_GENERATOR_KEYS = {"name", "path"}
 
 
-def params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
-    """Build and validate from the ``dataset`` config (a plain dict)."""
+def params_from_config(cfg: dict[str, Any]):
+    """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
+    if cfg.get("name") == "lvl_corpus":
+        from .lvl_corpus import lvl_params_from_config
+
+        return lvl_params_from_config(cfg)
     known = set(GeneratorParams.__dataclass_fields__) | _NOT_GENERATOR_KEYS
     unknown = sorted(set(cfg) - known)
     if unknown:

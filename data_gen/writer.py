@@ -29,8 +29,12 @@ def _qrels(queries: list[QueryRecord], split: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_files(params: GeneratorParams) -> dict[str, str]:
+def render_files(params) -> dict[str, str]:
     """All files of the dataset as text, keyed by relative path (manifest included)."""
+    from .lvl_corpus import LvlParams, generate_lvl
+
+    if isinstance(params, LvlParams):
+        return _render_lvl(params, *generate_lvl(params))
     chunks, queries = Generator(params).generate()
     files = {
         "corpus.jsonl": _jsonl([c.to_beir() for c in chunks]),
@@ -39,6 +43,36 @@ def render_files(params: GeneratorParams) -> dict[str, str]:
         "qrels/test.tsv": _qrels(queries, "test"),
     }
     files["manifest.json"] = json.dumps(_manifest(params, chunks, queries, files), indent=2, sort_keys=True) + "\n"
+    return files
+
+
+def _render_lvl(params, rows: list[dict], documents: list[dict], edits: list[dict],
+                queries: list[QueryRecord]) -> dict[str, str]:
+    files = {
+        "corpus.jsonl": _jsonl(rows),
+        "queries.jsonl": _jsonl([q.to_beir() for q in queries]),
+        "qrels/dev.tsv": _qrels(queries, "dev"),
+        "qrels/test.tsv": _qrels(queries, "test"),
+        "documents.jsonl": _jsonl(documents),
+        "edits.jsonl": _jsonl(edits),
+    }
+    hashes = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()}
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "generator": f"smartvector-bench {__version__} data_gen.lvl_corpus",
+        "provenance": {"git": git_sha(), "packages": {k: v for k, v in package_versions().items()
+                                                       if k in ("smartvector-bench", "numpy")}},
+        "config": {"name": "lvl_corpus", **params.to_dict()},
+        "counts": {"vectors": len(rows), "documents": len({d["doc_id"] for d in documents}),
+                   "document_versions": len(documents), "queries": len(queries),
+                   "queries_by_category": dict(sorted(Counter(q.category for q in queries).items())),
+                   "queries_by_split": dict(sorted(Counter(q.split for q in queries).items())),
+                   "edits_by_class": dict(sorted(Counter(c["class"] for e in edits if e["version"] > 1
+                                                         for c in e["changes"]).items()))},
+        "files": {name: {"sha256": digest, "bytes": len(files[name].encode("utf-8"))} for name, digest in hashes.items()},
+        "dataset_sha256": dataset_sha256({k: v for k, v in hashes.items() if k in DATA_FILES}),
+    }
+    files["manifest.json"] = json.dumps(manifest, indent=2, sort_keys=True) + "\n"
     return files
 
 
