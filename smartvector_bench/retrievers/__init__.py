@@ -11,6 +11,7 @@ from ..errors import BenchError
 from .base import Retriever
 
 REGISTRY: dict[str, Callable[[dict], Retriever]] = {}
+_discovered = False
 
 
 def register(name: str):
@@ -23,20 +24,23 @@ def register(name: str):
 
 
 def _discover() -> None:
+    """Import every module of this package once (a module imported directly earlier is not enough)."""
+    global _discovered
+    if _discovered:
+        return
     for mod in pkgutil.iter_modules(__path__):
         if mod.name != "base":
             importlib.import_module(f"{__name__}.{mod.name}")
+    _discovered = True
 
 
 def build_retriever(name: str, cfg: dict) -> Retriever:
-    if not REGISTRY:
-        _discover()
+    _discover()
     if name not in REGISTRY:
         raise BenchError(f"systems: unknown system {name!r}; allowed: {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](cfg)
 
 
 def registered() -> list[str]:
-    if not REGISTRY:
-        _discover()
+    _discover()
     return sorted(REGISTRY)
