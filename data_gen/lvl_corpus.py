@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
-import numpy as np
 
 from smartvector_bench.errors import BenchError
 from smartvector_bench.timeutil import format_iso, parse_iso
