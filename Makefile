@@ -32,3 +32,17 @@ test-fast: install
 
 clean-outputs:
 	rm -rf outputs multirun
+
+.PHONY: results regress figures
+
+## Rerun the default experiments and sweeps and store them, with provenance, under results/ (slow).
+results: install
+	$(PY) -m experiments.publish_results
+
+## Rerun what is affordable and compare with results/expected.json; non-zero exit on any miss.
+regress: install
+	$(PY) -m smartvector_bench.regress
+
+## Regenerate every paper figure from results/ alone.
+figures: install
+	MPLBACKEND=Agg $(PY) paper_figures/make_all.py

@@ -15,7 +15,8 @@ from .cli_errors import reports_bad_input
 from .errors import BenchError
 
 EXPERIMENTS = {"main": "experiments.main", "reembed_cost": "experiments.reembed_cost",
-               "feedback_loop": "experiments.feedback_loop"}
+               "feedback_loop": "experiments.feedback_loop",
+               "lvl_eval": "experiments.lvl_eval"}
 
 if not OmegaConf.has_resolver("pid"):
     # Part of the run dir, so two runs started in the same microsecond still get separate folders.
