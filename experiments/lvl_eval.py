@@ -50,7 +50,11 @@ from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
 from smartvector_bench import SCHEMA_VERSION
-from smartvector_bench.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from smartvector_bench.atomic import (
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+)
 from smartvector_bench.chunking import chunk_paragraphs
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
@@ -827,7 +831,9 @@ def render(result: dict) -> str:
             "when a shifted paragraph takes the position of a modified one, CDC classes that position `moved`, so "
             "the old text counts as gone rather than replaced (the embedding decision is unaffected)."
             if de["predicted"] > de["tp"] else ".")
-         + (f" {de['actual'] - de['tp']} true deletions are not marked." if de["actual"] > de["tp"] else "")),
+         + (f" {de['actual'] - de['tp']} true deletions are closed as `superseded` instead: a modified or inserted "
+            "paragraph took their position, which CDC reads as an in-place replacement." if de["actual"] > de["tp"]
+            else "")),
         (f"Lineage of modified paragraphs: the new row's `parent_hash` points at the paragraph it replaced for "
          f"{cd['modified_lineage']['parent_hash_matches']} of {cd['modified_lineage']['n']} (CDC takes the previous "
          "version's paragraph at the same position, wrong when an insert or deletion shifted it)."),
@@ -851,9 +857,13 @@ def render(result: dict) -> str:
                 continue
             lines.append(f"| {names[series]} | {lat[series]['n_queries']} x {cfg['repeats']} | {mode} | "
                          f"{m['p50']:.2f} | {m['p95']:.2f} | {m['p99']:.2f} | {m['mean']:.2f} | {m['max']:.2f} |")
-    lines += ["", (f"Wall time on {result['host']['cpu_count']} shared cores, in process (FAISS hot tier, "
+    host = result["host"]
+    load = (f" Load average (1 min) {host['loadavg_1_5_15_at_start'][0]} at the start of the run and "
+            f"{host['loadavg_1_5_15_at_end'][0]} at the end: with a load above the core count, other processes "
+            "compete for the CPU and the tails grow." if host["loadavg_1_5_15_at_start"] else "")
+    lines += ["", (f"Wall time on {host['cpu_count']} shared cores, in process (FAISS hot tier, "
                    "delta-rs cold tier on local disk); theirs: Milvus + Delta Lake on a MacBook Pro M2. Absolute "
-                   "times are informational; they vary between runs."),
+                   "times are informational; they vary between runs." + load),
               "", f"### Temporal accuracy against the gold rows (top-{k} mapped to corpus rows)", "",
               f"| queries | n | top-1 [95% CI] | MRR@{k} [95% CI] | recall@{k} |", "|---|---|---|---|---|"]
     for cat in ("current", "historical"):
@@ -944,6 +954,7 @@ def plot(result: dict, out_dir: Path) -> dict:
 def run(cfg: dict, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     t_start = time.perf_counter()
+    load_start = _loadavg()
     s = settings(cfg.get("experiment"))
     check_dataset_config(dict(cfg["dataset"]))
     embedder = build_embedder(dict(cfg["embedder"]))  # a bad embedder config stops here, before any file
@@ -1019,7 +1030,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             "lake_internal": latency_stats(qo.lake_s),
             "tiers_used": dict(qo.tiers + we.tiers),
             "expected_tier": expect[series],
-            "tier_as_expected": set((qo.tiers + we.tiers)) <= {expect[series]},
+            "tier_as_expected": set(qo.tiers + we.tiers) <= {expect[series]},
             "hits_stable_across_repeats": bool(qo.stable and we.stable),
             "warmup_s": {"query_only": _r(qo.warmup_s, 7), "with_embedding": _r(we.warmup_s, 7)},
         }
@@ -1089,7 +1100,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         "embedder": embedder.model_id,
         "query_embedder": {"model_id": embedder.model_id, "cache": "off", "texts_per_call": 1},
         "config": asdict(s),
-        "host": {"cpu_count": _cpus()},
+        "host": {"cpu_count": _cpus(), "loadavg_1_5_15_at_start": load_start, "loadavg_1_5_15_at_end": _loadavg(),
+                 "torch_threads": _torch_threads()},
         "lake": {"path": None if temp else str(lake_dir), "temporary": temp, "hot_index": s.hot_index,
                  "check": check, "hot_rows": describe["hot_rows"], "cold_rows": describe["cold_rows"],
                  "hot_share_of_cold_rows": _ratio(describe["hot_rows"], describe["cold_rows"]),
@@ -1161,6 +1173,22 @@ def _claims_vs_ours(result: dict) -> dict:
                              "ours_corpus_windows": tmp["leakage"]["share_corpus"],
                              "verdict": v["temporal_leakage"], "rule": RULES["temporal_leakage"]},
     }
+
+
+def _loadavg() -> list[float] | None:
+    import os
+
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def _torch_threads() -> int | None:
+    import sys
+
+    torch = sys.modules.get("torch")  # only when the embedder loaded it
+    return int(torch.get_num_threads()) if torch is not None else None
 
 
 def _cpus() -> int | None:

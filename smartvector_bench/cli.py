@@ -5,14 +5,21 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR
 from .cli_errors import reports_bad_input
 from .errors import BenchError
+from .sweeps import resume
+
+# Importing .sweeps (above) registers ${svb_dirname:}, used by hydra.sweep.subdir, in every job process.
 
 EXPERIMENTS = {"main": "experiments.main", "reembed_cost": "experiments.reembed_cost",
                "feedback_loop": "experiments.feedback_loop",
@@ -29,16 +36,34 @@ def experiment_module(name: str):
     return importlib.import_module(EXPERIMENTS[name])
 
 
-@reports_bad_input("smartvector-bench")
-def bench(cfg: DictConfig) -> dict:
-    container = OmegaConf.to_container(cfg, resolve=True)
-    module = experiment_module(container["experiment"]["name"])
+def _job(cfg: DictConfig) -> dict:
+    """One run or sweep job. A job whose folder already holds a complete result of the same resolved config is
+    skipped (sweeps/resume.py); every job records its status in ``job_status.json``."""
     out_dir = HydraConfig.get().runtime.output_dir
-    result = module.run(container, out_dir)
-    if container.get("print_table", True) and (table := os.path.join(out_dir, "table.md")) and os.path.exists(table):
-        print(open(table, encoding="utf-8").read())
+    try:
+        container = OmegaConf.to_container(cfg, resolve=True)
+        module = experiment_module(container["experiment"]["name"])
+    except BaseException as exc:
+        resume.record_failure(out_dir, exc)
+        raise
+    result, skipped = resume.run_or_skip(out_dir, container, lambda: module.run(container, out_dir))
+    table = Path(out_dir) / "table.md"
+    if not skipped and container.get("print_table", True) and table.exists():
+        print(table.read_text(encoding="utf-8"))
         print(f"outputs: {out_dir}")
     return result
+
+
+def bench(cfg: DictConfig) -> dict:
+    if HydraConfig.get().mode == RunMode.MULTIRUN:
+        # In a sweep a bad job must not end the sweep (sys.exit would): print the one-line error and let the
+        # exception reach Hydra, which marks the job failed, runs the remaining jobs, then exits non-zero.
+        try:
+            return _job(cfg)
+        except (BenchError, OmegaConfBaseException) as exc:
+            print(f"smartvector-bench: error: {exc}", file=sys.stderr)
+            raise
+    return reports_bad_input("smartvector-bench")(_job)(cfg)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

@@ -1,0 +1,348 @@
+"""Shared pieces of the figure scripts: a fixed style, a deterministic atomic save, and validating loaders
+for the files under ``results/``.
+
+Every figure script has ``make(results_dir, out_dir) -> Outcome``:
+
+* a missing input file is not an error: the figure is skipped and one line naming the file is printed;
+* a present but malformed input (bad JSON, a missing key or column, a non-numeric value) raises
+  :class:`FigureInputError`, whose message names the file and the key or column;
+* otherwise the figure is written as ``<name>.png`` and ``<name>.pdf`` into ``out_dir``, each atomically
+  (temp file in the same folder, then rename), with the same bytes on every run: fixed style, size and dpi,
+  no timestamps or software versions in the metadata, a fixed SVG hash salt, inputs sorted.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import math
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # after selecting the backend
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_RESULTS = REPO / "results"
+DEFAULT_OUT = Path(__file__).resolve().parent / "figures"
+
+DPI = 200
+STYLE = {
+    "svg.hashsalt": "smartvector-bench",
+    "font.family": "DejaVu Sans",  # ships with matplotlib: the same glyphs on every machine
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "legend.fontsize": 7.5,
+    "legend.title_fontsize": 7.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "pdf.fonttype": 42,
+    "path.simplify": False,
+}
+PNG_METADATA = {"Software": None}
+PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-bench paper_figures",
+                "Creator": "smartvector-bench paper_figures"}
+
+# Systems in the order of the main table; unknown names follow, sorted.
+SYSTEM_ORDER = ("plain_cosine", "smartvector", "smartvector_ref", "livevectorlake", "kg_smartvector", "oracle",
+                "smartvector_live", "smartvector_frozen")
+PALETTE = {"plain_cosine": "#7f7f7f", "smartvector": "#1f77b4", "smartvector_ref": "#9467bd",
+           "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "oracle": "#8c564b",
+           "smartvector_live": "#1f77b4", "smartvector_frozen": "#17becf"}
+EXTRA_COLOURS = ("#d62728", "#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39")
+PAPER_COLOUR = "#d62728"
+USABLE_STATUS = ("complete", "skipped")
+
+
+class FigureInputError(ValueError):
+    """A present input file is malformed; the message names the file and the key or column."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    figure: str
+    files: tuple[Path, ...] = ()
+    skipped: str | None = None  # why the figure was not made (a missing input), else None
+
+
+# -- order, colours --------------------------------------------------------------------------------------------
+
+def system_order(names) -> list[str]:
+    names = set(names)
+    known = [s for s in SYSTEM_ORDER if s in names]
+    return known + sorted(names - set(known))
+
+
+def colours(names) -> dict[str, str]:
+    out, extra = {}, iter(EXTRA_COLOURS * 10)
+    for n in names:
+        out[n] = PALETTE.get(n) or next(extra)
+    return out
+
+
+# -- skipping --------------------------------------------------------------------------------------------------
+
+def skip(figure: str, reason: str) -> Outcome:
+    print(f"{figure}: skipped, {reason}", flush=True)
+    return Outcome(figure, (), reason)
+
+
+def missing_input(figure: str, *paths: Path) -> Outcome | None:
+    """The Outcome of a skip if any of ``paths`` is not a file, else None."""
+    for p in paths:
+        if not Path(p).is_file():
+            return skip(figure, f"missing input {p}")
+    return None
+
+
+# -- numbers ---------------------------------------------------------------------------------------------------
+
+def as_float(value, where: str, allow_none: bool = False) -> float:
+    """A JSON / CSV value as float; None (or an empty cell) -> NaN only if ``allow_none``."""
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        if allow_none:
+            return math.nan
+        raise FigureInputError(f"{where}: missing value")
+    if isinstance(value, bool):
+        raise FigureInputError(f"{where}: expected a number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise FigureInputError(f"{where}: expected a number, got {value!r}") from None
+    if math.isnan(x) and not allow_none:
+        raise FigureInputError(f"{where}: missing value (NaN)")
+    return x
+
+
+def fmt_key(value: float) -> str:
+    """A swept numeric value as a short label (0.25, 30, 1e-05)."""
+    return f"{value:g}"
+
+
+# -- JSON ------------------------------------------------------------------------------------------------------
+
+def load_json(path: Path) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise FigureInputError(f"{path}: not valid JSON ({e})") from None
+    except UnicodeDecodeError as e:
+        raise FigureInputError(f"{path}: not UTF-8 text ({e})") from None
+    if not isinstance(data, dict):
+        raise FigureInputError(f"{path}: expected a JSON object at the top level")
+    return data
+
+
+def get(obj, path: Path, *keys: str):
+    """``obj[k1][k2]...``; a missing key raises FigureInputError naming the file and the dotted key."""
+    cur = obj
+    for i, k in enumerate(keys):
+        if not isinstance(cur, dict) or k not in cur:
+            raise FigureInputError(f"{path}: missing key {'.'.join(keys[: i + 1])}")
+        cur = cur[k]
+    return cur
+
+
+def get_num(obj, path: Path, *keys: str, allow_none: bool = False) -> float:
+    return as_float(get(obj, path, *keys), f"{path}: key {'.'.join(keys)}", allow_none=allow_none)
+
+
+def get_interval(obj, path: Path, *keys: str) -> tuple[float, float]:
+    """A ``[lo, hi]`` pair; None entries become NaN (no whisker is drawn)."""
+    v = get(obj, path, *keys)
+    where = f"{path}: key {'.'.join(keys)}"
+    if not isinstance(v, (list, tuple)) or len(v) != 2:
+        raise FigureInputError(f"{where}: expected [lo, hi], got {v!r}")
+    return as_float(v[0], where, allow_none=True), as_float(v[1], where, allow_none=True)
+
+
+def get_list(obj, path: Path, *keys: str, length: int | None = None, allow_none: bool = True) -> list[float]:
+    v = get(obj, path, *keys)
+    where = f"{path}: key {'.'.join(keys)}"
+    if not isinstance(v, list) or (length is not None and len(v) != length):
+        want = "a list" if length is None else f"a list of {length}"
+        raise FigureInputError(f"{where}: expected {want}, got {v!r}")
+    return [as_float(x, where, allow_none=allow_none) for x in v]
+
+
+def main_systems(metrics: dict, path: Path, split: str = "test") -> list[str]:
+    """The systems of a metrics.json that have ``split``, in the main table's order."""
+    systems = get(metrics, path, "systems")
+    if not isinstance(systems, dict) or not systems:
+        raise FigureInputError(f"{path}: key systems: expected a non-empty object")
+    for name in systems:
+        get(metrics, path, "systems", name, split)
+    return system_order(systems)
+
+
+# -- CSV -------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Table:
+    path: Path
+    columns: tuple[str, ...]
+    rows: list[dict]  # each row also has "_line" (its line number in the file)
+
+    def num(self, row: dict, column: str, allow_none: bool = False) -> float:
+        return as_float(row[column], f"{self.path}:{row['_line']}: column {column}", allow_none=allow_none)
+
+    def where(self, **equal) -> list[dict]:
+        return [r for r in self.rows if all(r[k] == v for k, v in equal.items())]
+
+
+def load_csv(path: Path, required: tuple[str, ...] | list[str]) -> Table:
+    """A CSV with a header; every ``required`` column must be present (FigureInputError names the first missing)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise FigureInputError(f"{path}: not UTF-8 text ({e})") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise FigureInputError(f"{path}: empty file (no header)") from None
+    header = [h.strip() for h in header]
+    for col in required:
+        if col not in header:
+            raise FigureInputError(f"{path}: missing column {col!r} (columns: {', '.join(header)})")
+    rows = []
+    for lineno, rec in enumerate(reader, start=2):
+        if not rec or all(not c.strip() for c in rec):
+            continue
+        if len(rec) != len(header):
+            raise FigureInputError(f"{path}:{lineno}: {len(rec)} fields, the header has {len(header)}")
+        row = dict(zip(header, (c.strip() for c in rec)))
+        row["_line"] = lineno
+        rows.append(row)
+    return Table(path, tuple(header), rows)
+
+
+TIDY_BASE = ("status", "system", "split", "dataset_seed", "top1")
+
+
+def load_tidy(path: Path, extra: tuple[str, ...] = (), split: str = "test") -> Table:
+    """A sweep's tidy.csv restricted to usable rows (status complete / skipped) of ``split``."""
+    t = load_csv(path, TIDY_BASE + tuple(extra))
+    t.rows = [r for r in t.rows if r["status"] in USABLE_STATUS and r["split"] == split]
+    return t
+
+
+def group(values: dict, key, value) -> None:
+    values.setdefault(key, []).append(value)
+
+
+def mean_sd(xs: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
+    n = len(xs)
+    m = sum(xs) / n
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    return m, sd
+
+
+# -- drawing and saving ----------------------------------------------------------------------------------------
+
+def new_figure(width: float, height: float) -> Figure:
+    """A Figure outside pyplot (no global state). Call it inside a :func:`styled` function."""
+    return Figure(figsize=(width, height), dpi=DPI, layout="constrained")
+
+
+def styled(fn):
+    """Run ``fn`` (drawing and saving) under the fixed style, whatever the caller's rcParams are."""
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context():
+            matplotlib.rcdefaults()
+            matplotlib.rcParams.update(STYLE)
+            return fn(*args, **kwargs)
+    return functools.wraps(fn)(wrapper)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def render(fig: Figure, fmt: str) -> bytes:
+    buf = io.BytesIO()
+    meta = PNG_METADATA if fmt == "png" else PDF_METADATA
+    fig.savefig(buf, format=fmt, dpi=DPI, metadata=meta)
+    return buf.getvalue()
+
+
+def save(fig: Figure, out_dir: Path, name: str) -> Outcome:
+    """Write ``<name>.png`` and ``<name>.pdf`` into ``out_dir`` atomically; both are rendered before either is
+    written, so a failure leaves the previous pair in place."""
+    out_dir = Path(out_dir)
+    with matplotlib.rc_context({"svg.hashsalt": STYLE["svg.hashsalt"]}):
+        blobs = {fmt: render(fig, fmt) for fmt in ("png", "pdf")}
+    files = []
+    for fmt, data in blobs.items():
+        p = out_dir / f"{name}.{fmt}"
+        atomic_write(p, data)
+        files.append(p)
+    return Outcome(name, tuple(files), None)
+
+
+def percent_axis(axis) -> None:
+    from matplotlib.ticker import PercentFormatter
+
+    axis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+
+
+def whiskers(values, los, his) -> list[list[float]]:
+    """Asymmetric error-bar lengths for ``errorbar``; a missing bound gives a zero-length whisker."""
+    lower = [0.0 if math.isnan(lo) else max(0.0, v - lo) for v, lo in zip(values, los)]
+    upper = [0.0 if math.isnan(hi) else max(0.0, hi - v) for v, hi in zip(values, his)]
+    return [lower, upper]
+
+
+# -- command line ----------------------------------------------------------------------------------------------
+
+def cli(make, argv: list[str] | None = None) -> int:
+    """``python paper_figures/fig_x.py [--results DIR] [--out DIR]``: 0 made or skipped, 2 malformed input."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=(make.__module__ or "figure") + ": " + (make.__doc__ or "").strip())
+    ap.add_argument("--results", default=str(DEFAULT_RESULTS), help="results folder (default: results/)")
+    ap.add_argument("--out", default=str(DEFAULT_OUT), help="output folder (default: paper_figures/figures/)")
+    args = ap.parse_args(argv)
+    try:
+        outcome = make(Path(args.results), Path(args.out))
+    except FigureInputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for f in outcome.files:
+        print(f"made {rel(f)}")
+    return 0
+
+
+def rel(p: Path) -> str:
+    p = Path(p)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)

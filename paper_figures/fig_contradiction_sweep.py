@@ -1,0 +1,65 @@
+"""Contradiction sweep: top-1 accuracy (test split) against the share of chat messages that state a wrong value
+(``dataset.contradiction_rate``), per system: the line is the mean over dataset seeds, the band the min-max
+over seeds.
+
+Input: ``results/contradiction_sweep/tidy.csv``. Output: ``fig_contradiction_sweep.png`` / ``.pdf``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    from . import common as c
+except ImportError:
+    import common as c
+
+NAME = "fig_contradiction_sweep"
+INPUT = Path("contradiction_sweep") / "tidy.csv"
+RATE = "dataset.contradiction_rate"
+
+
+def load(path: Path) -> tuple[dict, set]:
+    t = c.load_tidy(path, (RATE,))
+    values: dict = {}
+    seeds = set()
+    for r in t.rows:
+        c.group(values, (r["system"], t.num(r, RATE)), t.num(r, "top1"))
+        seeds.add(r["dataset_seed"])
+    return values, seeds
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Top-1 (test) vs contradiction rate per system, mean over seeds with a min-max band."""
+    path = Path(results_dir) / INPUT
+    if (skipped := c.missing_input(NAME, path)) is not None:
+        return skipped
+    values, seeds = load(path)
+    if not values:
+        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
+    systems = c.system_order({s for s, _ in values})
+    col = c.colours(systems)
+    fig = c.new_figure(6.8, 3.6)
+    ax = fig.subplots()
+    for s in systems:
+        xs = sorted(x for s2, x in values if s2 == s)
+        stats = [values[s, x] for x in xs]
+        means = [c.mean_sd(v)[0] for v in stats]
+        ax.fill_between(xs, [min(v) for v in stats], [max(v) for v in stats], color=col[s], alpha=0.15, lw=0)
+        ax.plot(xs, means, marker="o", ms=3, lw=1.3, color=col[s], label=s)
+    ax.set_ylim(0, 1)
+    c.percent_axis(ax.yaxis)
+    c.percent_axis(ax.xaxis)
+    ax.set_xlabel("contradiction rate (share of chat messages stating a wrong value)")
+    ax.set_ylabel("top-1 accuracy (test split)")
+    n = len(seeds)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+              title=f"line: mean over {n} seed{'s' if n != 1 else ''}\nband: min-max over seeds")
+    ax.set_title("Top-1 vs contradiction rate")
+    return c.save(fig, out_dir, NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(c.cli(make))

@@ -1,0 +1,89 @@
+"""Half-life sensitivity: heatmap of top-1 accuracy (test split, mean over dataset seeds) over the temporal
+signal's half-life (x) and the confidence decay's half-life (y), one panel per system in the sweep. If the
+sweep did not vary the confidence half-life (no column for it), the heatmap has a single row.
+
+Input: ``results/half_life/tidy.csv`` (column ``retrievers.smartvector.temporal.half_life_days`` and, if
+swept, ``retrievers.smartvector.confidence.half_life_days``). Output: ``fig_half_life.png`` / ``.pdf``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+try:
+    from . import common as c
+except ImportError:
+    import common as c
+
+NAME = "fig_half_life"
+INPUT = Path("half_life") / "tidy.csv"
+TEMPORAL = "retrievers.smartvector.temporal.half_life_days"
+CONFIDENCE = "retrievers.smartvector.confidence.half_life_days"
+
+
+def load(path: Path) -> tuple[dict, bool, set]:
+    t = c.load_tidy(path, (TEMPORAL,))
+    has_conf = CONFIDENCE in t.columns
+    values: dict = {}
+    seeds = set()
+    for r in t.rows:
+        conf = t.num(r, CONFIDENCE) if has_conf else None
+        c.group(values, (r["system"], t.num(r, TEMPORAL), conf), t.num(r, "top1"))
+        seeds.add(r["dataset_seed"])
+    return values, has_conf, seeds
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Heatmap of test top-1 over the two half-lives."""
+    path = Path(results_dir) / INPUT
+    if (skipped := c.missing_input(NAME, path)) is not None:
+        return skipped
+    values, has_conf, seeds = load(path)
+    if not values:
+        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
+    systems = c.system_order({s for s, _, _ in values})
+    xs = sorted({x for _, x, _ in values})
+    ys = sorted({y for _, _, y in values}) if has_conf else [None]
+    ncols = min(3, len(systems))
+    nrows = math.ceil(len(systems) / ncols)
+    cell = 0.55
+    fig = c.new_figure(max(4.2, (cell * len(xs) + 1.3) * ncols + 0.9), (cell * len(ys) + 1.3) * nrows + 0.4)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    image = None
+    for i, s in enumerate(systems):
+        ax = axes[i // ncols][i % ncols]
+        grid = []
+        for y in ys:
+            row = []
+            for x in xs:
+                row.append(c.mean_sd(values[s, x, y])[0] if (s, x, y) in values else math.nan)
+            grid.append(row)
+        image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto",
+                          interpolation="nearest")
+        for yi, row in enumerate(grid):
+            for xi, v in enumerate(row):
+                ax.text(xi, yi, "-" if math.isnan(v) else f"{100 * v:.1f}", ha="center", va="center", fontsize=6.5,
+                        color="black" if not math.isnan(v) and v > 0.55 else "white")
+        ax.set_xticks(range(len(xs)), [c.fmt_key(x) for x in xs])
+        ax.set_yticks(range(len(ys)), [c.fmt_key(y) for y in ys] if has_conf else ["(not swept)"])
+        ax.set_xlabel("temporal half-life (days)")
+        if i % ncols == 0:
+            ax.set_ylabel("confidence half-life (days)")
+        ax.grid(False)
+        ax.set_title(s)
+    for j in range(len(systems), nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    if image is not None:
+        cb = fig.colorbar(image, ax=axes, shrink=0.9)
+        cb.set_label("top-1 accuracy (test split)")
+        c.percent_axis(cb.ax.yaxis)
+    n = len(seeds)
+    fig.suptitle(f"Half-life sensitivity: top-1 (%, mean over {n} seed{'s' if n != 1 else ''})")
+    return c.save(fig, out_dir, NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(c.cli(make))

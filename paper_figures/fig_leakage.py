@@ -1,0 +1,84 @@
+"""Temporal leakage@10 per system (test split): the share of returned top-10 chunks whose validity window does
+not contain the query's as-of time, over all queries (with its 95% bootstrap interval) and over the
+``historical`` queries (point estimate; the file holds no interval for categories).
+
+Input: ``results/main/metrics.json``. Output: ``fig_leakage.png`` / ``fig_leakage.pdf``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+try:
+    from . import common as c
+except ImportError:
+    import common as c
+
+NAME = "fig_leakage"
+INPUT = Path("main") / "metrics.json"
+SPLIT = "test"
+CATEGORY = "historical"
+
+
+def load(path: Path) -> tuple[list[str], dict]:
+    m = c.load_json(path)
+    systems = c.main_systems(m, path, SPLIT)
+    data = {}
+    for s in systems:
+        keys = ("systems", s, SPLIT)
+        data[s] = {"all": c.get_num(m, path, *keys, "leakage_at_10", allow_none=True),
+                   "ci": c.get_interval(m, path, *keys, "leakage_at_10_ci"),
+                   CATEGORY: c.get_num(m, path, *keys, "by_category", CATEGORY, "leakage_at_10", allow_none=True)}
+    return systems, data
+
+
+def _label(ax, x: float, v: float, top: float) -> None:
+    """The value as text just above the bar or its whisker (``top``)."""
+    ax.text(x, (0 if math.isnan(top) else top) + 0.015, "n/a" if math.isnan(v) else f"{100 * v:.1f}%",
+            ha="center", va="bottom", fontsize=6.5)
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Temporal leakage@10 per system, overall and historical queries (test split)."""
+    path = Path(results_dir) / INPUT
+    if (skipped := c.missing_input(NAME, path)) is not None:
+        return skipped
+    systems, data = load(path)
+    fig = c.new_figure(max(5.0, 1.0 * len(systems) + 1.6), 3.4)
+    ax = fig.subplots()
+    xs = list(range(len(systems)))
+    w = 0.38
+    col = c.colours(systems)
+    allv = [data[s]["all"] for s in systems]
+    hist = [data[s][CATEGORY] for s in systems]
+    lo = [data[s]["ci"][0] for s in systems]
+    hi = [data[s]["ci"][1] for s in systems]
+    zero = [0.0 if math.isnan(v) else v for v in allv]
+    ax.bar([x - w / 2 for x in xs], zero, width=w, color=[col[s] for s in systems], zorder=2)
+    ax.errorbar([x - w / 2 for x in xs], zero, yerr=c.whiskers(zero, lo, hi), fmt="none", ecolor="black",
+                elinewidth=0.9, capsize=2.5, zorder=3)
+    ax.bar([x + w / 2 for x in xs], [0.0 if math.isnan(v) else v for v in hist], width=w,
+           color=[col[s] for s in systems], alpha=0.45, hatch="///", edgecolor="#333333", lw=0.5, zorder=2)
+    for x, a, h, up in zip(xs, allv, hist, hi):
+        _label(ax, x - w / 2, a, max(a, up) if not math.isnan(up) else a)
+        _label(ax, x + w / 2, h, h)
+    ax.set_xticks(xs, systems, rotation=20, ha="right")
+    top = max([v for v in allv + hist + hi if not math.isnan(v)] + [0.05])
+    ax.set_ylim(0, min(1.12, top * 1.15 + 0.03))
+    c.percent_axis(ax.yaxis)
+    ax.set_ylabel("leakage@10 (share of top-10 chunks\noutside their validity window)")
+    ax.grid(axis="x", visible=False)
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(facecolor="#555555", label="all test queries (whiskers: 95% bootstrap interval)"),
+                       Patch(facecolor="#cccccc", hatch="///", edgecolor="#333333", lw=0.5,
+                             label=f"{CATEGORY} queries only")], loc="upper right", frameon=False)
+    ax.set_title("Temporal leakage@10, test split")
+    return c.save(fig, out_dir, NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(c.cli(make))

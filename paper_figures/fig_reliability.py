@@ -1,0 +1,97 @@
+"""Reliability diagrams (test split), one panel per system: per confidence bin, the accuracy of the top-1 answer
+against the bin's mean reported confidence, with the bin counts and the diagonal of perfect calibration; the
+panel title gives the ECE with its 95% bootstrap interval.
+
+Input: ``results/main/metrics.json`` (``ece_bins``). Output: ``fig_reliability.png`` / ``fig_reliability.pdf``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from itertools import pairwise
+from pathlib import Path
+
+try:
+    from . import common as c
+except ImportError:
+    import common as c
+
+NAME = "fig_reliability"
+INPUT = Path("main") / "metrics.json"
+SPLIT = "test"
+NCOLS = 3
+
+
+def load(path: Path) -> tuple[list[str], dict]:
+    m = c.load_json(path)
+    systems = c.main_systems(m, path, SPLIT)
+    data = {}
+    for s in systems:
+        keys = ("systems", s, SPLIT)
+        edges = c.get_list(m, path, *keys, "ece_bins", "edges", allow_none=False)
+        nb = len(edges) - 1
+        if nb < 1 or any(b <= a for a, b in pairwise(edges)):
+            raise c.FigureInputError(f"{path}: key {'.'.join(keys)}.ece_bins.edges: expected increasing bin edges")
+        data[s] = {
+            "edges": edges,
+            "counts": c.get_list(m, path, *keys, "ece_bins", "counts", length=nb, allow_none=False),
+            "accuracy": c.get_list(m, path, *keys, "ece_bins", "accuracy", length=nb),
+            "conf": c.get_list(m, path, *keys, "ece_bins", "mean_confidence", length=nb),
+            "ece": c.get_num(m, path, *keys, "ece", allow_none=True),
+            "ece_ci": c.get_interval(m, path, *keys, "ece_ci"),
+        }
+    return systems, data
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Reliability diagram per system (test split)."""
+    path = Path(results_dir) / INPUT
+    if (skipped := c.missing_input(NAME, path)) is not None:
+        return skipped
+    systems, data = load(path)
+    ncols = min(NCOLS, len(systems))
+    nrows = math.ceil(len(systems) / ncols)
+    fig = c.new_figure(3.0 * ncols + 0.4, 2.9 * nrows + 0.5)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    col = c.colours(systems)
+    for i, s in enumerate(systems):
+        ax = axes[i // ncols][i % ncols]
+        d = data[s]
+        edges = d["edges"]
+        lo_e, hi_e = edges[0], edges[-1]
+        ax.plot([lo_e, hi_e], [lo_e, hi_e], ls="--", lw=0.8, color="black", zorder=1, label="perfect calibration")
+        for (a, b), n, acc, conf in zip(pairwise(edges), d["counts"], d["accuracy"], d["conf"]):
+            if n <= 0:
+                continue
+            if not math.isnan(acc):
+                ax.bar(a, acc, width=b - a, align="edge", color=col[s], alpha=0.35, edgecolor=col[s], lw=0.6,
+                       zorder=2)
+            if not (math.isnan(acc) or math.isnan(conf)):
+                ax.plot([conf], [acc], marker="o", ms=3.5, color=col[s], zorder=3)
+            ax.text((a + b) / 2, 1.03, f"{int(n)}", ha="center", va="bottom", fontsize=6, color="#555555",
+                    zorder=4)
+        ece, (elo, ehi) = d["ece"], d["ece_ci"]
+        title = f"{s}\nECE {ece:.3f}" if not math.isnan(ece) else f"{s}\nECE n/a"
+        if not (math.isnan(elo) or math.isnan(ehi)):
+            title += f" [{elo:.3f}, {ehi:.3f}]"
+        ax.set_title(title)
+        ax.set_xlim(lo_e, hi_e)
+        ax.set_ylim(0, 1.1)
+        ax.set_aspect("equal", adjustable="box")
+    for j in range(len(systems), nrows * ncols):
+        axes[j // ncols][j % ncols].set_visible(False)
+    for i in range(len(systems)):
+        ax = axes[i // ncols][i % ncols]
+        if i % ncols == 0:
+            ax.set_ylabel("accuracy of top-1")
+        if i + ncols >= len(systems):  # nothing drawn below it
+            ax.set_xlabel("mean reported confidence")
+    fig.suptitle("Reliability, test split: bars = bin accuracy, dots at the bin's mean confidence, "
+                 "grey numbers on top = queries per bin; dashed = perfect calibration", fontsize=8.5)
+    return c.save(fig, out_dir, NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(c.cli(make))

@@ -1,0 +1,83 @@
+"""Seed variation: top-1 accuracy (test split) per dataset seed and system: one dot per seed, a bar at the
+mean over seeds (labelled, with the sample sd).
+
+Input: ``results/seeds/tidy.csv``. Output: ``fig_seeds.png`` / ``fig_seeds.pdf``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    from . import common as c
+except ImportError:
+    import common as c
+
+NAME = "fig_seeds"
+INPUT = Path("seeds") / "tidy.csv"
+SEED = "dataset_seed"
+
+
+def _seed_key(seed: str):
+    try:
+        return (0, float(seed), seed)
+    except ValueError:
+        return (1, 0.0, seed)
+
+
+def load(path: Path) -> dict[str, dict[str, list[float]]]:
+    t = c.load_tidy(path)
+    out: dict = {}
+    for r in t.rows:
+        if not r[SEED]:
+            raise c.FigureInputError(f"{path}:{r['_line']}: column {SEED}: missing value")
+        out.setdefault(r["system"], {}).setdefault(r[SEED], []).append(t.num(r, "top1"))
+    return out
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Per-seed top-1 per system (test split), dots and the mean."""
+    path = Path(results_dir) / INPUT
+    if (skipped := c.missing_input(NAME, path)) is not None:
+        return skipped
+    data = load(path)
+    if not data:
+        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
+    systems = c.system_order(data)
+    seeds = sorted({sd for s in data.values() for sd in s}, key=_seed_key)
+    col = c.colours(systems)
+    fig = c.new_figure(max(5.0, 1.0 * len(systems) + 1.6), 3.6)
+    ax = fig.subplots()
+    k = len(seeds)
+    offsets = {sd: (i - (k - 1) / 2) * (0.5 / max(k - 1, 1)) for i, sd in enumerate(seeds)}  # fixed, not random
+    markers = "osD^vP*Xh<>p"
+    for x, s in enumerate(systems):
+        per_seed = {sd: sum(v) / len(v) for sd, v in data[s].items()}  # one value per seed
+        for j, sd in enumerate(seeds):
+            if sd in per_seed:
+                ax.plot([x + offsets[sd]], [per_seed[sd]], ls="none", marker=markers[j % len(markers)], ms=4,
+                        mfc="none", mec=col[s], mew=1.0, zorder=3)
+        m, sd_ = c.mean_sd(list(per_seed.values()))
+        ax.hlines(m, x - 0.32, x + 0.32, color="black", lw=1.6, zorder=4)
+        ax.annotate(f"{100 * m:.1f}% ({100 * sd_:.1f})", (x, max(per_seed.values())), xytext=(0, 5),
+                    textcoords="offset points",
+                    ha="center", va="bottom", fontsize=6.5, zorder=5)
+    for j, sd in enumerate(seeds):  # legend: marker per seed
+        ax.plot([], [], ls="none", marker=markers[j % len(markers)], ms=4, mfc="none", mec="#333333",
+                label=f"seed {sd}")
+    ax.plot([], [], color="black", lw=1.6, label="mean (sd)")
+    ax.set_xticks(range(len(systems)), systems, rotation=20, ha="right")
+    ax.set_xlim(-0.6, len(systems) - 0.4)
+    ax.set_ylim(0, 1)
+    c.percent_axis(ax.yaxis)
+    ax.set_ylabel("top-1 accuracy (test split)")
+    ax.grid(axis="x", visible=False)
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=6.5)
+    ax.set_title(f"Top-1 per dataset seed ({k} seed{'s' if k != 1 else ''})")
+    return c.save(fig, out_dir, NAME)
+
+
+if __name__ == "__main__":
+    sys.exit(c.cli(make))
