@@ -46,3 +46,8 @@ regress: install
 ## Regenerate every paper figure from results/ alone.
 figures: install
 	MPLBACKEND=Agg $(PY) paper_figures/make_all.py
+
+.PHONY: claims
+## Rewrite the README's claims table from results/.
+claims: install
+	$(PY) paper_figures/claims.py --write-readme

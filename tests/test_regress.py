@@ -1,0 +1,370 @@
+"""The regression gate (smartvector_bench/regress.py) and the publisher (experiments/publish_results.py).
+
+Fast tests compare small runs made here (tiny dataset, hashing embedder) with ``--results-from``; the model test
+runs the real gate for ``main`` through the CLI against the committed results/expected.json."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import importlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from experiments import publish_results
+from smartvector_bench import regress
+
+from .conftest import REPO, TINY, compose_config
+
+# Overrides of the small runs, per experiment (also passed to the CLI by the rerun tests, so the CLI reproduces
+# the in-process runs exactly).
+SMALL = {
+    "main": TINY + ["embedder=hashing"],
+    "reembed_cost": TINY + ["embedder=hashing", "experiment.n_edits=30", "experiment.progress=false"],
+    "feedback_loop": TINY + ["embedder=hashing", "experiment.n_boot=20"],
+}
+
+
+def _run_small(name: str, out: Path) -> None:
+    module = importlib.import_module(f"experiments.{name}")
+    module.run(compose_config([f"experiment={name}", *SMALL[name]]), out)
+
+
+@pytest.fixture(scope="module")
+def small_results(tmp_path_factory) -> Path:
+    """A results root (``<root>/<experiment>/``) of small real runs, and its derived ``expected.json``."""
+    root = tmp_path_factory.mktemp("small_results")
+    for name in [n for n, e in regress.EXPERIMENTS.items() if e.regress]:
+        _run_small(name, root / name)
+    assert regress.main(["--write-expected", "--results-from", str(root),
+                         "--expected", str(root / "expected.json")]) == 0
+    return root
+
+
+@pytest.fixture
+def results(small_results, tmp_path) -> Path:
+    """A private copy of the small results, free to break."""
+    dst = tmp_path / "results"
+    shutil.copytree(small_results, dst)
+    return dst
+
+
+def gate(results: Path, *args: str, capsys) -> tuple[int, str]:
+    code = regress.main(["--results-from", str(results), "--expected", str(results / "expected.json"), *args])
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def _edit_json(path: Path, fn) -> None:
+    doc = json.loads(path.read_text())
+    fn(doc)
+    path.write_text(json.dumps(doc, indent=1))  # allow_nan: a NaN is written as NaN on purpose
+
+
+def _failed_rows(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith("| ") and "| FAIL" in ln]
+
+
+# -- passes, and the table ---------------------------------------------------------------------------------------
+
+def test_unmodified_results_pass(results, capsys):
+    code, out = gate(results, capsys=capsys)
+    assert code == 0, out
+    assert "0 failed" in out and not _failed_rows(out)
+    counts = json.loads((results / "expected.json").read_text())["counts"]
+    assert set(counts) == {n for n, e in regress.EXPERIMENTS.items() if e.regress} and all(c > 50 for c in counts.values())
+
+
+def test_verbose_prints_the_whole_table(results, capsys):
+    code, out = gate(results, "--verbose", capsys=capsys)
+    assert code == 0
+    assert "| metric | expected | got | tolerance | verdict |" in out
+    assert "| main.systems.smartvector.test.top1 |" in out
+    assert "| reembed_cost.strategies.surgical.by_edit_type.single_word.chunks_reembedded_mean |" in out
+    assert "| feedback_loop.summary.smartvector_live.top1_last |" in out
+    assert "| main.systems.smartvector.test.mrr_at_1 |" in out  # the invariant rows are listed too
+    assert "PASS" in out and "FAIL" not in out
+
+
+def test_expected_values_are_derived_from_the_results(results):
+    doc = json.loads((results / "expected.json").read_text())
+    exp = doc["experiments"]
+    metrics = json.loads((results / "main" / "metrics.json").read_text())
+    entry = exp["main"]["main.systems.smartvector.test.top1"]
+    assert entry == {"value": metrics["systems"]["smartvector"]["test"]["top1"], "tolerance": 0.0, "kind": "exact4"}
+    rc = json.loads((results / "reembed_cost" / "reembed_cost.json").read_text())
+    key = "reembed_cost.strategies.surgical.equivalent_to_rebuild.equivalent"
+    assert exp["reembed_cost"][key] == {"value": rc["strategies"]["surgical"]["equivalent_to_rebuild"]["equivalent"],
+                                        "tolerance": 0.0, "kind": "exact"}
+    assert "feedback_loop.summary.smartvector_live.top1_last" in exp["feedback_loop"]
+    assert exp["feedback_loop"]["feedback_loop.csv.columns"]["kind"] == "columns"
+    every = [k for m in exp.values() for k in m]
+    assert not [k for k in every if any(w in k for w in ("wall_time", "latency", "timings", "_s.", "index_s"))]
+    assert all(s["kind"] != "abs" or s["why"] for m in exp.values() for s in m.values())
+    assert any("wall time" in n.lower() for n in doc["notes"])
+
+
+# -- expected values ---------------------------------------------------------------------------------------------
+
+def test_an_expected_value_off_by_more_than_its_tolerance_fails_naming_it(results, capsys):
+    metric = "main.systems.smartvector.test.top1"
+    _edit_json(results / "expected.json",
+               lambda d: d["experiments"]["main"][metric].update(value=d["experiments"]["main"][metric]["value"] + 0.01))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    rows = _failed_rows(out)
+    assert len(rows) == 1 and rows[0].startswith(f"| {metric} |"), rows
+    assert "REGRESSION: " + metric in out
+
+
+def test_rounding_and_abs_tolerances(results, capsys):
+    metric = "main.systems.plain_cosine.dev.ece"
+    abs_metric = "reembed_cost.strategies.cdc.equivalent_to_rebuild.max_abs_vector_diff"
+
+    def nudge(d, by, abs_by):
+        d["experiments"]["main"][metric]["value"] = round(d["experiments"]["main"][metric]["value"], 4) + by
+        spec = d["experiments"]["reembed_cost"][abs_metric]
+        assert spec["kind"] == "abs" and spec["tolerance"] == 1e-6
+        spec["value"] = spec["value"] + abs_by
+
+    _edit_json(results / "expected.json", lambda d: nudge(d, 1e-6, 5e-7))  # within 4 decimals / within 1e-6
+    code, out = gate(results, capsys=capsys)
+    assert code == 0, _failed_rows(out)
+    _edit_json(results / "expected.json", lambda d: nudge(d, 2e-4, 5e-6))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    failed = {r.split(" | ")[0][2:] for r in _failed_rows(out)}
+    assert failed == {metric, abs_metric}
+
+
+# -- missing metrics ---------------------------------------------------------------------------------------------
+
+def test_a_metric_missing_from_the_results_fails_naming_it(results, capsys):
+    _edit_json(results / "main" / "metrics.json", lambda m: m["systems"]["smartvector"]["test"].pop("recall_at_5"))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    rows = _failed_rows(out)
+    # the expected-value row (tolerance "4 dp"), besides the invariant that requires the key
+    assert any(r.startswith("| main.systems.smartvector.test.recall_at_5 |") and "| MISSING | 4 dp | FAIL" in r
+               and "key main.systems.smartvector.test.recall_at_5 missing" in r for r in rows), rows
+
+
+def test_a_whole_system_missing_fails(results, capsys):
+    _edit_json(results / "main" / "metrics.json", lambda m: m["systems"].pop("oracle"))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    assert "key main.systems.oracle missing" in out
+
+
+def test_a_csv_column_removed_fails_naming_it(results, capsys):
+    path = results / "feedback_loop" / "feedback_loop.csv"
+    rows = list(csv.DictReader(io.StringIO(path.read_text())))
+    buf = io.StringIO()
+    fields = [c for c in rows[0] if c != "stale_rate"]
+    w = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    w.writerows(rows)
+    path.write_text(buf.getvalue())
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    failed = _failed_rows(out)
+    assert any(r.startswith("| feedback_loop.csv.columns |") and "stale_rate" in r for r in failed), failed
+    assert any(".stale_rate |" in r and "column 'stale_rate' missing" in r for r in failed)
+
+
+def test_only_an_experiment_absent_from_the_folder_fails(results, capsys):
+    shutil.rmtree(results / "reembed_cost")
+    code, out = gate(results, "--only", "main,reembed_cost", capsys=capsys)
+    assert code == 1 and "reembed_cost (outputs)" in out
+    code, out = gate(results, capsys=capsys)  # without --only: what the folder holds, the rest is skipped
+    assert code == 0 and "reembed_cost: not in" in out
+
+
+# -- invariants --------------------------------------------------------------------------------------------------
+
+def _drop_expected(results: Path, *metrics: str) -> None:
+    """Remove entries from the expected file, so that a miss can only come from an invariant."""
+    _edit_json(results / "expected.json", lambda d: [d["experiments"]["main"].pop(m) for m in metrics])
+
+
+@pytest.mark.parametrize("key, value, reason", [
+    ("top1", 1.5, "out of range"),
+    ("ece", -0.1, "out of range"),
+    ("rumor_rate", float("nan"), "NaN"),
+    ("stale_rate", None, "None where a number is expected"),
+])
+def test_a_metric_out_of_its_range_breaks_an_invariant(results, capsys, key, value, reason):
+    metric = f"main.systems.smartvector.test.{key}"
+    _drop_expected(results, metric)
+    _edit_json(results / "main" / "metrics.json", lambda m: m["systems"]["smartvector"]["test"].update({key: value}))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    rows = _failed_rows(out)
+    assert any(r.startswith(f"| {metric} |") and "invariant" in r and reason in r for r in rows), rows
+
+
+def test_n_queries_off_by_one_breaks_invariants(results, capsys):
+    metric = "main.systems.livevectorlake.dev.n_queries"
+    _drop_expected(results, metric)
+    _edit_json(results / "main" / "metrics.json",
+               lambda m: m["systems"]["livevectorlake"]["dev"].update(n_queries=m["systems"]["livevectorlake"]["dev"]
+                                                                      ["n_queries"] + 1))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    failed = "\n".join(_failed_rows(out))
+    assert f"| {metric} | == judged dev queries" in failed  # against the run file
+    assert "| main.systems.livevectorlake.dev.ece_bins.counts | sum == n_queries" in failed
+    assert "| main.systems.livevectorlake.dev+test n_queries |" in failed  # against the dataset
+
+
+def test_top1_disagreeing_with_the_ranked_lists_breaks_mrr_at_1(results, capsys):
+    """Swap ranks 1 and 2 of a test query whose gold is at rank 1 in a run file; metrics.json is untouched."""
+    for path in sorted((results / "main").glob("run_*.jsonl")):
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines[1:], 1):
+            row = json.loads(line)
+            if row["correct"] and row["split"] == "test" and len(row["ranked"]) > 1:
+                row["ranked"][0], row["ranked"][1] = row["ranked"][1], row["ranked"][0]
+                lines[i] = json.dumps(row)
+                path.write_text("\n".join(lines) + "\n")
+                system = path.stem[len("run_"):]
+                break
+        else:
+            continue
+        break
+    else:
+        pytest.fail("no system got a test query right on the tiny dataset")
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    rows = _failed_rows(out)
+    assert [r.split(" | ")[0][2:] for r in rows] == [f"main.systems.{system}.test.mrr_at_1"], rows
+    assert "gold at rank 1 in the run file" in rows[0]
+
+
+def test_ece_bin_counts_must_sum_to_n_queries(results, capsys):
+    metric = "main.systems.oracle.test.ece_bins.counts"
+    _drop_expected(results, metric)
+    _edit_json(results / "main" / "metrics.json",
+               lambda m: m["systems"]["oracle"]["test"]["ece_bins"]["counts"].__setitem__(0, 1000))
+    code, out = gate(results, capsys=capsys)
+    assert code == 1
+    assert any(r.startswith(f"| {metric} | sum == n_queries") for r in _failed_rows(out))
+
+
+def test_bad_expected_file_is_bad_input(results, capsys):
+    code, out = gate(results, "--expected", str(results / "nope.json"), capsys=capsys)
+    assert code == 2 and "cannot read the expected values" in out
+    code, out = gate(results, "--only", "bm25", capsys=capsys)
+    assert code == 2 and "unknown experiment 'bm25'" in out
+
+
+# -- rerun mode and the publisher, through the real CLI (hashing embedder) ------------------------------------------
+
+def _cli_overrides(name: str) -> list[str]:
+    return [a for o in SMALL[name] for a in ("--set", o)]
+
+
+def test_rerun_through_the_cli_reproduces_the_small_run(small_results, tmp_path, capsys):
+    code = regress.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
+                         "--keep", str(tmp_path / "runs"), *_cli_overrides("reembed_cost")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "reembed_cost: ok" in out and "experiment=reembed_cost" in out
+    assert (tmp_path / "runs" / "reembed_cost" / "reembed_cost.json").is_file()
+
+
+def test_a_failing_rerun_fails_the_gate(small_results, tmp_path, capsys):
+    code = regress.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
+                         "--keep", str(tmp_path / "runs"), *_cli_overrides("reembed_cost"),
+                         "--set", "experiment.n_edits=0"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "| reembed_cost (rerun) | exit 0 | exit code 2 |" in out and "n_edits" in out
+
+
+def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
+    dest = tmp_path / "results"
+    code = publish_results.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main")])
+    assert code == 0, capsys.readouterr().err
+    files = sorted(p.name for p in (dest / "main").iterdir())
+    systems = list(compose_config()["retrievers"])
+    assert files == sorted(["PROVENANCE.json", "metrics.json", "table.md"] + [f"run_{s}.jsonl" for s in systems])
+    prov = json.loads((dest / "main" / "PROVENANCE.json").read_text())
+    metrics = json.loads((dest / "main" / "metrics.json").read_text())
+    assert prov["command"][:2] == ["smartvector-bench", "experiment=main"] and "embedder=hashing" in prov["command"]
+    assert prov["git"] == metrics["provenance"]["git"] and "dirty" in prov["git"]
+    assert prov["config_sha256"] == metrics["provenance"]["config_sha256"]
+    assert prov["dataset_sha256"] == metrics["dataset"]["sha256"]
+    assert prov["packages"]["numpy"] and prov["env"]["OMP_NUM_THREADS"] == "1"
+    for fname, info in prov["files"].items():
+        assert hashlib.sha256((dest / "main" / fname).read_bytes()).hexdigest() == info["sha256"], fname
+    assert set(prov["files"]) == set(files) - {"PROVENANCE.json"}
+    # A failed rerun publishes nothing and leaves the previous publication as it was.
+    before = {p.name: p.read_bytes() for p in (dest / "main").iterdir()}
+    code = publish_results.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main"),
+                                 "--set", "dataset.contradiction_rate=1.5"])
+    err = capsys.readouterr().err
+    assert code == 1 and "main: FAILED" in err and "contradiction_rate" in err
+    assert {p.name: p.read_bytes() for p in (dest / "main").iterdir()} == before
+
+
+def _fake_sweep(multirun: Path, preset: str, failed: int = 0) -> None:
+    d = multirun / preset
+    d.mkdir(parents=True)
+    (d / "tidy.csv").write_text("sweep,job,system,split,top1,dataset_sha256,config_sha256\n"
+                                f"{preset},0,smartvector,test,0.5,d1,c1\n{preset},1,smartvector,test,0.6,d2,c2\n")
+    (d / "tidy.provenance.json").write_text(json.dumps({"git_sha": "abc", "git_dirty": ["False"],
+                                                        "packages": {"numpy": "2"}, "preset": preset}))
+    (d / "summary.json").write_text(json.dumps({"jobs": {"planned": 2, "complete": 2 - failed, "skipped": 0,
+                                                         "failed": failed, "missing": 0}}))
+    (d / "0").mkdir()  # job folders are not published
+    (d / "0" / "metrics.json").write_text("{}")
+
+
+def test_publish_sweeps_found_and_refuses_incomplete_ones(tmp_path, capsys):
+    multirun, dest = tmp_path / "multirun", tmp_path / "results"
+    _fake_sweep(multirun, "seeds")
+    _fake_sweep(multirun, "contradiction_sweep", failed=1)
+    code = publish_results.main(["--only", "none", "--sweeps", "seeds,contradiction_sweep,half_life",
+                                 "--multirun-dir", str(multirun), "--results-dir", str(dest)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "contradiction_sweep" in err and "1 failed" in err and "half_life" in err
+    assert sorted(p.name for p in (dest / "seeds").iterdir()) == ["PROVENANCE.json", "summary.json",
+                                                                  "tidy.csv", "tidy.provenance.json"]
+    assert not (dest / "contradiction_sweep").exists() and not (dest / "half_life").exists()
+    prov = json.loads((dest / "seeds" / "PROVENANCE.json").read_text())
+    assert prov["kind"] == "sweep" and prov["git"]["sha"] == "abc" and prov["dataset_sha256"] == ["d1", "d2"]
+    assert prov["config_sha256"] == ["c1", "c2"] and prov["command"] == ["smartvector-bench", "-m", "experiment=seeds"]
+    assert (dest / "seeds" / "tidy.csv").read_bytes() == (multirun / "seeds" / "tidy.csv").read_bytes()
+    # auto: every sweep folder found; an incomplete one is skipped with a warning, or published when allowed
+    code = publish_results.main(["--only", "none", "--sweeps", "auto",
+                                 "--multirun-dir", str(multirun), "--results-dir", str(dest)])
+    assert code == 0 and "skipped: sweep 'contradiction_sweep'" in capsys.readouterr().err
+    assert not (dest / "contradiction_sweep").exists()
+    code = publish_results.main(["--only", "none", "--sweeps", "auto", "--allow-incomplete",
+                                 "--multirun-dir", str(multirun), "--results-dir", str(dest)])
+    assert code == 0
+    assert json.loads((dest / "contradiction_sweep" / "PROVENANCE.json").read_text())["complete"] is False
+
+
+# -- the true gate -----------------------------------------------------------------------------------------------
+
+@pytest.mark.model
+def test_make_regress_for_main_with_the_real_model():
+    """What `make regress` does for main: rerun it through the CLI with MiniLM and compare with the committed
+    results/expected.json (about a minute)."""
+    if not (REPO / "results" / "expected.json").is_file():
+        pytest.fail("results/expected.json is missing: run publish_results, then regress --write-expected")
+    r = subprocess.run([sys.executable, "-m", "smartvector_bench.regress", "--only", "main"], cwd=REPO,
+                       capture_output=True, text=True, timeout=1200, check=False)
+    assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
+    assert "main: ok" in r.stdout and ", 0 failed" in r.stdout
+    passed = int(r.stdout.strip().splitlines()[-1].split(" passed")[0])
+    assert passed > 1000
