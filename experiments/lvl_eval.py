@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import shutil
 import tempfile
 import time
@@ -56,6 +55,7 @@ from smartvector_bench.atomic import (
     atomic_write_text,
 )
 from smartvector_bench.chunking import chunk_paragraphs
+from smartvector_bench.dataset import read_jsonl
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.metrics.bootstrap import bootstrap_mean_ci
@@ -177,22 +177,7 @@ class DocVersion:
 
 
 def _jsonl(path: Path) -> list[tuple[str, dict]]:
-    out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise BenchError(f"{where}: not valid JSON ({exc.msg})") from None
-            if not isinstance(obj, dict):
-                raise BenchError(f"{where}: expected a JSON object")
-            out.append((where, obj))
-    if not out:
-        raise BenchError(f"{path}: file is empty")
-    return out
+    return [(f"{path}:{lineno}", obj) for lineno, obj in read_jsonl(path)]
 
 
 def load_versions(root: Path) -> list[DocVersion]:

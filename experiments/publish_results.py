@@ -80,15 +80,8 @@ def _matches(fname: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(fname, p) for p in patterns)
 
 
-def _write(path: Path, data: bytes) -> None:
-    """Atomic write, then readable by everyone (the temp file behind an atomic write is private)."""
-    atomic_write_bytes(path, data)
-    path.chmod(0o644)
-
-
-def _write_json(path: Path, obj) -> None:
-    atomic_write_json(path, obj)
-    path.chmod(0o644)
+_write = atomic_write_bytes
+_write_json = atomic_write_json
 
 
 def _replace_folder_files(dest: Path, files: dict[str, bytes], order: list[str], patterns: tuple[str, ...]) -> None:

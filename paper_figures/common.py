@@ -18,9 +18,7 @@ import functools
 import io
 import json
 import math
-import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +27,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
+from smartvector_bench.atomic import atomic_write_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "results"
@@ -272,18 +271,7 @@ def styled(fn):
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_bytes(path, data)
 
 
 def render(fig: Figure, fmt: str) -> bytes:

@@ -90,7 +90,8 @@ class Dataset:
     manifest: dict | None
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """(line number, object) for every non-blank line; errors name the file and line."""
     if not path.is_file():
         raise BenchError(f"{path}: file is missing (a dataset folder needs corpus.jsonl, queries.jsonl, qrels/)")
     rows = []
@@ -139,7 +140,7 @@ def file_sha256(path: Path) -> str:
 
 
 def load_corpus(path: Path) -> Corpus:
-    rows = _read_jsonl(path)
+    rows = read_jsonl(path)
     ids, titles, texts = [], [], []
     cols: dict[str, list] = {k: [] for k in CORPUS_META}
     index_of: dict[str, int] = {}
@@ -215,7 +216,7 @@ def load_qrels(path: Path) -> dict[str, list[tuple[str, int]]]:
 
 
 def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int]]]]) -> Queries:
-    rows = _read_jsonl(path)
+    rows = read_jsonl(path)
     ids, texts = [], []
     cols: dict[str, list] = {k: [] for k in QUERY_META}
     seen: set[str] = set()
