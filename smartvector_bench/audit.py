@@ -88,7 +88,7 @@ def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int =
     ``asked_at`` (when the question was asked; default ``as_of``). The state scored is the store's state
     when ``explain`` is called, so call it when the query is answered."""
     asked_at = as_of if asked_at is None else asked_at
-    sem = retriever._index.all_scores(query_vector[None, :])
+    sem = retriever._index.dense_scores(query_vector[None, :])
     at = np.array([as_of])
     score, key, sig = retriever.score(sem, at)
     order = np.lexsort((np.arange(key.shape[1]), -key[0]))

@@ -14,19 +14,52 @@ version in force on a historical query).
 
 Reported confidence (``reported_confidence``): ``score`` (default) is the top hit's four-signal score above,
 which lies in [0, 1]; ``live_confidence`` is the top hit's live confidence C.
+
+Search modes (``candidates``)
+-----------------------------
+``candidates: null`` (default, exhaustive): every vector is scored for every query. Queries go in blocks
+sized so the (Q, N) working arrays stay under ``memory_budget_mb`` (and at most ``query_batch``); the
+signals are fused in place (no per-signal (Q, N) temporaries beyond two scratch arrays) and the top k are
+selected with a partition before the tie rule sorts them. Every floating-point operation is the one the
+unfused formulas do, in the same order, so results are bit-identical to the unfused ``score()`` (the
+regression gate checks this on the main table). ``precision: float32`` halves the arrays but changes scores
+in the 7th digit and is not the default.
+
+``candidates: C`` (re-ranking): FAISS returns the top-C rows by cosine per query (``index: flat`` exact, or
+``index: hnsw`` with ``hnsw_m`` / ``hnsw_ef_construction`` / ``hnsw_ef_search``), and the four signals and
+status rules are computed only on candidates, by gathering the columnar arrays at each query's as_of, ranked
+with the same tie rule. Cosine alone is a poor candidate generator for this score: with the paper's weights
+0.65 of it does not depend on the query text, and the exhaustive top-1 is often far down the cosine order
+(on the default dataset at cosine rank 229 of 258 at worst; the top-50 by cosine holds it for only 52% of
+the queries). So candidates also come from the other side: queries are grouped by as_of (groups at most
+``group_days`` wide), and per group an upper bound ``B_j`` of each vector's query-independent part of the
+rank key over the group's span is computed from the columns (T and C only decay with time, exclusions and
+dormancy only start); the ``prior_candidates`` vectors with the highest bound (null: ``max(C, prior_share *
+N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by one BLAS product per
+group. A vector outside both lists has cosine <= the C-th candidate's and bound <= the (P+1)-th bound, so its
+key is at most ``w_s * clip(cos_C) / W + B_(P+1)``. With ``certify: true`` (default) a query whose k-th key
+is not above that limit gets a prior list 4x longer (up to ``max_prior_share * N``), and if that still does
+not separate it, exhaustive scoring (``fallback_queries``). With a flat index the re-ranked run is therefore
+the exhaustive one, up to float32 rounding of the prior candidates' cosines (~1e-7; tests check equal top-k on
+the scale data). HNSW gives no cosine bound: no certification, approximate. ``last_search`` reports groups,
+widened and fallback queries and vectors scored per query.
+
+``metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns read by the
+signals, cached relational signal, edges) against the FAISS index's bytes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+import time
+from dataclasses import dataclass, replace
+from typing import ClassVar, Optional
 
 import numpy as np
 
 from ..consolidation import ConsolidationAgent, ConsolidationParams, consolidate, summarize
 from ..dataset import Corpus
 from ..errors import BenchError
-from ..index import FlatIndex
+from ..index import FlatIndex, build_index
 from ..lifecycle import Status, deprecated_at, statuses_at
 from ..ripple import RippleParams
 from ..run import Run, rank_by_score
@@ -40,6 +73,8 @@ from ..timeutil import format_iso, from_days
 from . import register
 
 EXCLUDABLE = ("DORMANT", "DEPRECATED", "ARCHIVED")
+BOUND_EPS = 1e-9  # slack on the certification bound (floating-point rounding of the bound's terms)
+COSINE_SLACK = 1e-5  # BLAS and FAISS's kernel differ by ~1e-7 on a cosine: the C-th cosine plus this bounds the rest
 
 
 @dataclass(frozen=True)
@@ -52,8 +87,61 @@ class StatusPolicy:
     POSITIVE: ClassVar[tuple[str, ...]] = ("query_batch",)
 
 
+@dataclass(frozen=True)
+class SearchParams:
+    candidates: Optional[int] = None  # None: exhaustive; C: re-rank FAISS's top-C by cosine (+ prior candidates)
+    prior_candidates: Optional[int] = None  # P vectors with the highest bound per as_of group; None: = candidates
+    certify: bool = True  # re-rank: score a query exhaustively unless the bound proves its top-k exact
+    group_days: float = 7.0  # re-rank: width of an as_of group (one bound per group)
+    prior_share: float = 0.02  # re-rank: prior_candidates=null takes max(candidates, prior_share * N)
+    max_prior_share: float = 0.05  # re-rank: an uncertified query's prior list widens x4 up to this share of N
+    index: str = choice("flat", "hnsw")
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 128
+    memory_budget_mb: float = 256.0  # exhaustive: (Q, N) working arrays per query block stay under this
+    precision: str = choice("float64", "float32")  # exhaustive path's (Q, N) arrays
+    POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
+                                           "memory_budget_mb")
+    OPTIONAL_INT: ClassVar[tuple[str, ...]] = ("candidates", "prior_candidates")
+
+
 TOP_LEVEL = {"kind", "weights", "temporal", "confidence", "relational", "consolidation", "lifecycle",
-             "exclude_statuses", *StatusPolicy.__dataclass_fields__}
+             "exclude_statuses", *StatusPolicy.__dataclass_fields__, *SearchParams.__dataclass_fields__}
+
+# Bytes per (query, vector) entry of the exhaustive path's working set: FAISS's float32 scores and int64 ids,
+# the dense float64 cosine (becomes the score), the key, two scratch arrays (temporal, confidence), the
+# partition copy, and boolean masks.
+_BYTES_PER_ENTRY = {"float64": 4 + 8 + 8 + 8 + 8 + 8 + 8 + 4, "float32": 4 + 8 + 4 + 4 + 8 + 4 + 4 + 4}
+
+
+def search_params(cfg: dict, where: str) -> SearchParams:
+    values = {k: cfg[k] for k in SearchParams.__dataclass_fields__ if k in cfg}
+    for key, least in (("candidates", 1), ("prior_candidates", 0)):
+        v = values.get(key)
+        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < least):
+            raise BenchError(f"{where}.{key}={v!r}: must be null or an integer >= {least}")
+    optional = {k: values.pop(k) for k in SearchParams.OPTIONAL_INT if k in values}
+    params = section(SearchParams, values, where)
+    return replace(params, **optional)
+
+
+@dataclass
+class _Columns:
+    """Per-vector columns the signals read, derived once per search call from the store (transient)."""
+
+    created: np.ndarray
+    valid_from: np.ndarray
+    valid_to: np.ndarray
+    decay_from: np.ndarray
+    base: np.ndarray
+    fb_pos: np.ndarray  # positive_boost * positive
+    fb_neg: np.ndarray  # negative_penalty * negative
+    access: np.ndarray  # access_reinforcement * ln(1 + accesses)
+    rel: np.ndarray  # w_r * R
+    succ_from: np.ndarray  # valid_from of the successor (inf: none)
+    archived_at: np.ndarray
+    ingested_at: np.ndarray
 
 
 @register("smartvector")
@@ -76,10 +164,12 @@ class SmartVector:
         self.store_params = section(StoreParams, cfg.get("lifecycle"), f"{where}.lifecycle")
         policy = {k: cfg[k] for k in StatusPolicy.__dataclass_fields__ if k in cfg}
         self.policy = section(StatusPolicy, policy, where)
+        self.search_params = search_params(cfg, where)
         self.exclude = list(cfg.get("exclude_statuses", ["DEPRECATED", "ARCHIVED"]))
         for s in self.exclude:
             if s not in EXCLUDABLE:
                 raise BenchError(f"{where}.exclude_statuses: {s!r} unknown; allowed: {', '.join(EXCLUDABLE)}")
+        self.last_search: dict = {}
 
     # -- ingest + consolidation ----------------------------------------------------------------------------
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
@@ -96,8 +186,9 @@ class SmartVector:
 
     def bind(self, corpus: Corpus, vectors: np.ndarray, store: VectorStore, agent: ConsolidationAgent) -> None:
         """Serve from a given (possibly live, changing) store and consolidation agent."""
+        sp = self.search_params
         self.corpus = corpus
-        self._index = FlatIndex(vectors)
+        self._index = build_index(vectors, sp.index, sp.hnsw_m, sp.hnsw_ef_construction, sp.hnsw_ef_search)
         self.store = store
         self.agent = agent
         self._relational_key = None
@@ -111,7 +202,7 @@ class SmartVector:
             self._relational_key = key
         return self._relational
 
-    # -- scoring -------------------------------------------------------------------------------------------
+    # -- scoring: the reference (unfused, one (Q, N) array per signal) ---------------------------------------
     def signals(self, semantic: np.ndarray, as_of: np.ndarray) -> dict[str, np.ndarray]:
         """The four signals and status masks, each (Q, N), at each query's as_of."""
         c, st = self.corpus, self.store
@@ -146,38 +237,412 @@ class SmartVector:
         key[excluded] = -np.inf
         return score, key, sig
 
+    # -- scoring: fused, on gathered columns ----------------------------------------------------------------
+    def _columns(self) -> _Columns:
+        c, st, p = self.corpus, self.store, self.conf_params
+        sup = st.superseded_by
+        has = sup >= 0
+        return _Columns(
+            created=c.created_at, valid_from=c.valid_from, valid_to=c.valid_to, decay_from=st.decay_from(),
+            base=st.base_confidence, fb_pos=p.positive_boost * st.positive, fb_neg=p.negative_penalty * st.negative,
+            access=p.access_reinforcement * np.log1p(np.maximum(st.access, 0)),
+            rel=self.weights.relational * self.relational(),
+            succ_from=np.where(has, c.valid_from[np.where(has, sup, 0)], np.inf),
+            archived_at=st.archived_at, ingested_at=st.ingested_at)
+
+    def _excludes_dormant(self) -> bool:
+        return self.policy.dormant == "exclude" or "DORMANT" in self.exclude
+
+    def _fused(self, cols: _Columns, semantic: np.ndarray, as_of: np.ndarray, ids: np.ndarray | None = None,
+               dtype=np.float64, need_confidence: bool = False):
+        """(score, key, confidence or None) for (Q, M) entries: column j of row q is vector ``ids[q, j]``
+        (``ids=None``: every vector, in row order). ``semantic`` is consumed (it becomes the score).
+
+        The same floating-point operations as ``score()`` in the same order (in place), so the values are
+        bit-identical in float64."""
+        g = (lambda a: a[None, :]) if ids is None else (lambda a: a[ids])
+        t = np.asarray(as_of, dtype=np.float64)[:, None]
+        w, tp, cp = self.weights, self.temporal, self.conf_params
+        # temporal: expired_score outside [valid_from, valid_to), else 2^(-max(t - created, 0) / H)
+        temporal = t - g(cols.created)
+        np.maximum(temporal, 0.0, out=temporal)
+        np.negative(temporal, out=temporal)
+        temporal /= tp.half_life_days
+        temporal = temporal.astype(dtype, copy=False)
+        np.exp2(temporal, out=temporal)
+        outside = t >= g(cols.valid_to)
+        outside |= t < g(cols.valid_from)
+        temporal[outside] = tp.expired_score
+        # confidence: max(c_min, base * 2^(-max(t - decay_from, 0) / H)) + feedback, clipped; + accesses, <= 1
+        conf = t - g(cols.decay_from)
+        np.maximum(conf, 0.0, out=conf)
+        np.negative(conf, out=conf)
+        conf /= cp.half_life_days
+        conf = conf.astype(dtype, copy=False)
+        np.exp2(conf, out=conf)
+        conf *= g(cols.base)
+        np.maximum(conf, cp.min_confidence, out=conf)
+        conf += g(cols.fb_pos)
+        conf -= g(cols.fb_neg)
+        np.clip(conf, cp.min_confidence, 1.0, out=conf)
+        conf += g(cols.access)
+        np.minimum(conf, 1.0, out=conf)
+        dormant = conf < cp.dormant_threshold
+        # fuse: ((w_s clip(s) + w_t T) + w_c C) + w_r R, then / W
+        score = semantic if semantic.dtype == dtype else semantic.astype(dtype)
+        np.clip(score, 0.0, 1.0, out=score)
+        score *= w.semantic
+        temporal *= w.temporal
+        score += temporal
+        np.multiply(conf, w.confidence, out=temporal)
+        score += temporal
+        score += g(cols.rel)
+        score /= w.total()
+        del temporal
+        key = score.copy()
+        if self.policy.dormant == "deprioritize":
+            key[dormant] -= 2.0
+        excluded = dormant if self._excludes_dormant() else np.zeros(key.shape, dtype=bool)
+        if "DEPRECATED" in self.exclude:
+            excluded |= t >= g(cols.succ_from)
+        if "ARCHIVED" in self.exclude:
+            excluded |= t >= g(cols.archived_at)
+        if self.policy.exclude_created_after_as_of:
+            excluded |= t < g(cols.created)
+            excluded |= t < g(cols.ingested_at)
+        key[excluded] = -np.inf
+        return score, key, (conf if need_confidence else None)
+
+    def key_bound(self, cols: _Columns, t_lo: float, t_hi: float) -> np.ndarray:
+        """(N,) upper bound of each vector's rank key minus its semantic part (w_s clip(cos) / W), over
+        every as_of in [t_lo, t_hi]: T and C only decay as t grows (T is expired_score outside the window),
+        dormancy, deprecation and archiving only start, and a vector is excluded for the whole span only if
+        it is excluded at its start (or, for not-yet-created, at its end). -inf: excluded all along."""
+        w, tp, cp = self.weights, self.temporal, self.conf_params
+        in_window = (cols.valid_from <= t_hi) & (cols.valid_to > t_lo)
+        temporal = np.exp2(-np.maximum(t_lo - cols.created, 0.0) / tp.half_life_days)
+        temporal = np.where(in_window, np.maximum(temporal, tp.expired_score), tp.expired_score)
+        conf = np.maximum(cp.min_confidence,
+                          cols.base * np.exp2(-np.maximum(t_lo - cols.decay_from, 0.0) / cp.half_life_days))
+        conf = np.minimum(1.0, np.clip(conf + cols.fb_pos - cols.fb_neg, cp.min_confidence, 1.0) + cols.access)
+        bound = (w.temporal * temporal + w.confidence * conf + cols.rel) / w.total() + BOUND_EPS
+        dormant = conf < cp.dormant_threshold  # dormant at t_lo: dormant for every later t
+        if self.policy.dormant == "deprioritize":
+            bound[dormant] -= 2.0
+        excluded = dormant if self._excludes_dormant() else np.zeros(len(bound), dtype=bool)
+        if "DEPRECATED" in self.exclude:
+            excluded |= t_lo >= cols.succ_from
+        if "ARCHIVED" in self.exclude:
+            excluded |= t_lo >= cols.archived_at
+        if self.policy.exclude_created_after_as_of:
+            excluded |= (t_hi < cols.created) | (t_hi < cols.ingested_at)
+        bound[excluded] = -np.inf
+        return bound
+
+    # -- search --------------------------------------------------------------------------------------------
+    def exhaustive_batch(self) -> int:
+        """Queries per block of the exhaustive path: at most query_batch, and (Q, N) arrays under the budget."""
+        sp = self.search_params
+        per_query = max(1, len(self.corpus)) * _BYTES_PER_ENTRY[sp.precision]
+        return max(1, min(self.policy.query_batch, int(sp.memory_budget_mb * 2**20) // per_query))
+
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None) -> Run:
         q = len(query_vectors)
-        ranked = np.full((q, k), -1, dtype=np.int64)
-        scores = np.full((q, k), np.nan)
-        confidence = np.full(q, np.nan)
-        for lo in range(0, q, self.policy.query_batch):
-            hi = min(q, lo + self.policy.query_batch)
-            semantic = self._index.all_scores(query_vectors[lo:hi])
-            score, key, sig = self.score(semantic, as_of[lo:hi])
-            r, _ = rank_by_score(key, k)
-            ranked[lo:hi] = r
-            valid = r >= 0
-            rows = np.arange(hi - lo)[:, None]
-            fused = score[rows, np.where(valid, r, 0)]
-            scores[lo:hi] = np.where(valid, fused, np.nan)
-            top = r[:, 0]
-            has = top >= 0
-            if self.policy.reported_confidence == "score":
-                conf = fused[:, 0]
-            else:
-                conf = sig["confidence"][np.arange(hi - lo), np.where(has, top, 0)]
-            confidence[lo:hi] = np.where(has, np.clip(conf, 0.0, 1.0), np.nan)
-        return Run(self.name, ranked, scores, confidence)
+        as_of = np.asarray(as_of, dtype=np.float64)
+        out = (np.full((q, k), -1, dtype=np.int64), np.full((q, k), np.nan), np.full(q, np.nan))
+        cols = self._columns()
+        t0 = time.perf_counter()
+        c = self.search_params.candidates
+        if c is None or q == 0:
+            self._exhaustive(cols, query_vectors, as_of, k, np.arange(q), out)
+            self.last_search = {"mode": "exhaustive", "queries": q, "batch": self.exhaustive_batch()}
+        else:
+            self._rerank(cols, query_vectors, as_of, k, out)
+        self.last_search["seconds"] = time.perf_counter() - t0
+        return Run(self.name, *out)
+
+    def _emit(self, rows: np.ndarray, ranked: np.ndarray, fused: np.ndarray, conf_top: np.ndarray | None,
+              out: tuple) -> None:
+        """Write ranked ids, their fused scores and the reported confidence for query rows ``rows``."""
+        valid = ranked >= 0
+        out[0][rows] = ranked
+        out[1][rows] = np.where(valid, fused, np.nan)
+        has = valid[:, 0] if ranked.shape[1] else np.zeros(len(rows), dtype=bool)
+        conf = fused[:, 0] if self.policy.reported_confidence == "score" else conf_top
+        out[2][rows] = np.where(has, np.clip(conf, 0.0, 1.0), np.nan)
+
+    def _exhaustive(self, cols: _Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
+                    rows: np.ndarray, out: tuple) -> None:
+        sp = self.search_params
+        dtype = np.float64 if sp.precision == "float64" else np.float32
+        need_conf = self.policy.reported_confidence == "live_confidence"
+        batch = self.exhaustive_batch()
+        for lo in range(0, len(rows), batch):
+            sel = rows[lo:lo + batch]
+            semantic = self._index.dense_scores(query_vectors[sel])
+            score, key, conf = self._fused(cols, semantic, as_of[sel], None, dtype, need_conf)
+            del semantic
+            ranked = top_k_by_key(key, k)
+            r = np.arange(len(sel))[:, None]
+            at = np.where(ranked >= 0, ranked, 0)
+            fused = score[r, at].astype(np.float64)
+            conf_top = conf[r[:, 0], at[:, 0]].astype(np.float64) if need_conf else None
+            self._emit(sel, ranked, fused, conf_top, out)
+
+    def _rerank(self, cols: _Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int, out: tuple) -> None:
+        sp = self.search_params
+        n, q = len(self.corpus), len(query_vectors)
+        c = min(sp.candidates, n)
+        p = sp.prior_candidates
+        if p is None:  # the share of N with the highest bound: more teams active at once, more contenders
+            p = max(c, int(np.ceil(sp.prior_share * n)))
+        p = min(p, n)
+        qv = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        t = time.perf_counter()
+        sem_c, ids_c = self._index.search(qv, c)
+        faiss_s = time.perf_counter() - t
+        complete = c >= n and self._index.exact  # every row is a cosine candidate: nothing to bound or add
+        certify = sp.certify and self._index.exact and not complete
+        use_bound = (p > 0 or certify) and not complete
+        w = self.weights
+        fallback: list[np.ndarray] = []
+        stats = {"as_of_groups": 0, "scored_per_query": 0.0, "widened": 0}
+        stored = self._index.stored() if use_bound else None
+        widest = max(p, min(n, int(sp.max_prior_share * n)))
+        for grp in self._groups(as_of, use_bound):
+            stats["as_of_groups"] += 1
+            if not use_bound:  # cosine candidates only: score them all
+                ids = ids_c[grp]
+                self._score_candidates(cols, grp, ids, sem_c[grp], as_of, k, out, None)
+                stats["scored_per_query"] += ids.shape[1] * len(grp)
+                continue
+            bound = self.key_bound(cols, float(as_of[grp].min()), float(as_of[grp].max()))
+            order = None
+            rows, p_g = grp, p
+            while True:
+                if 0 < p_g < n:
+                    if order is None or len(order) <= p_g:
+                        top = np.argpartition(-bound, min(n - 1, widest))[: min(n, widest + 1)]
+                        order = top[np.argsort(-bound[top], kind="stable")]
+                    prior, rest = np.sort(order[:p_g]), float(bound[order[p_g]])
+                elif p_g >= n:
+                    prior, rest = np.arange(n), -np.inf
+                else:
+                    prior, rest = np.zeros(0, dtype=np.int64), float(bound.max())
+                ids, sem = ids_c[rows], sem_c[rows]
+                if len(prior):
+                    # the prior candidates' cosines from the stored vectors (one BLAS product per group; equal
+                    # to FAISS's to float32 rounding, ~1e-7)
+                    cos = (qv[rows] @ stored[prior].T).astype(np.float64)
+                    ids = np.concatenate([ids, np.broadcast_to(prior, (len(rows), len(prior)))], axis=1)
+                    sem = np.concatenate([sem, cos], axis=1)
+                # every candidate's key is at most its upper bound: w_s clip(cos) / W + bound
+                upper = w.semantic * np.clip(sem, 0.0, 1.0) / w.total() + bound[np.where(ids >= 0, ids, 0)]
+                kth, scored = self._score_candidates(cols, rows, ids, sem, as_of, k, out, upper)
+                stats["scored_per_query"] += scored
+                if not certify:
+                    break
+                cos_c = np.clip(sem_c[rows, c - 1], 0.0, 1.0) + COSINE_SLACK
+                limit = w.semantic * cos_c / w.total() + rest  # any vector that is not a candidate
+                bad = ~(kth > limit) & np.isfinite(limit)
+                if not bad.any():
+                    break
+                if p_g >= widest:  # the bound cannot separate these queries: score them exhaustively
+                    fallback.append(rows[bad])
+                    break
+                rows, p_g = rows[bad], min(widest, 4 * max(p_g, 1))  # widen the prior list and retry
+                stats["widened"] += len(rows)
+        fb = np.sort(np.concatenate(fallback)) if fallback else np.zeros(0, dtype=np.int64)
+        if len(fb):
+            self._exhaustive(cols, query_vectors, as_of, k, fb, out)
+        self.last_search = {"mode": "rerank", "queries": q, "candidates": c, "prior_candidates": p if use_bound
+                            else 0, "index": self._index.kind, "certified": certify,
+                            "as_of_groups": stats["as_of_groups"], "widened_queries": stats["widened"],
+                            "fallback_queries": int(len(fb)),
+                            "scored_per_query": stats["scored_per_query"] / max(q, 1), "faiss_seconds": faiss_s}
+
+    def _score_candidates(self, cols: _Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray,
+                          as_of: np.ndarray, k: int, out: tuple, upper: np.ndarray | None) -> tuple[np.ndarray, int]:
+        """Exact four-signal top-k among the (G, M) candidates ``ids`` (-1 and repeats ignored) of query rows
+        ``grp``, written to ``out``. With ``upper`` (an upper bound of each candidate's key) only candidates that
+        can reach the top k are scored: the ``width`` best bounds first (a few times k); a row where an unscored
+        candidate's bound still reaches the k-th key found is redone with 4x the width, until none does.
+        Returns each row's k-th key (-inf if fewer than k) and the number of entries scored."""
+        need_conf = self.policy.reported_confidence == "live_confidence"
+        g, m = ids.shape
+        valid = dedupe_rows(ids)
+        if upper is None:
+            return self._rank_into(cols, grp, ids, sem, valid, as_of, k, out, need_conf), g * m
+        upper = np.where(valid, upper, -np.inf)
+        kth = np.full(g, -np.inf)
+        rows = np.arange(g)
+        width = max(4 * k, 64)
+        scored = 0
+        while len(rows):
+            if width >= m:  # the whole row
+                kth[rows] = self._rank_into(cols, grp[rows], ids[rows], sem[rows], valid[rows], as_of, k, out,
+                                            need_conf)
+                return kth, scored + len(rows) * m
+            up = upper[rows]
+            sel = np.argpartition(-up, width - 1, axis=1)[:, :width]
+            sel.sort(axis=1)
+            ids_s, sem_s, valid_s = (np.take_along_axis(a[rows], sel, axis=1) for a in (ids, sem, valid))
+            kth[rows] = self._rank_into(cols, grp[rows], ids_s, sem_s, valid_s, as_of, k, out, need_conf)
+            scored += len(rows) * width
+            np.put_along_axis(up, sel, -np.inf, axis=1)
+            rows = rows[(up >= kth[rows, None]).any(axis=1)]  # an unscored candidate could still enter
+            width *= 4
+        return kth, scored
+
+    def _rank_into(self, cols: _Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray, valid: np.ndarray,
+                   as_of: np.ndarray, k: int, out: tuple, need_conf: bool) -> np.ndarray:
+        """Score (G, M) candidates exactly, rank them by the tie rule, write the rows; returns the k-th keys."""
+        m = ids.shape[1]
+        safe = np.where(valid, ids, 0)
+        score, key, conf = self._fused(cols, np.where(valid, sem, 0.0), as_of[grp], safe, np.float64, need_conf)
+        key[~valid] = -np.inf
+        # rank_by_score breaks ties by the candidate's corpus index; the column rides along in the low digits
+        # (each corpus index appears once per row among the valid candidates)
+        code, top = rank_by_score(key, k, candidates=safe * m + np.arange(m))
+        pos = np.where(code >= 0, code % m, 0)
+        ranked = np.where(code >= 0, code // m, -1)
+        r = np.arange(len(grp))[:, None]
+        self._emit(grp, ranked, score[r, pos], conf[r[:, 0], pos[:, 0]] if need_conf else None, out)
+        kth = top[:, k - 1] if k >= 1 else np.full(len(grp), np.inf)
+        return np.where(np.isnan(kth), -np.inf, kth)
+
+    def _groups(self, as_of: np.ndarray, by_time: bool) -> list[np.ndarray]:
+        """Query rows in blocks of at most query_batch; with ``by_time``, sorted by as_of and each block at
+        most group_days wide."""
+        q, batch = len(as_of), self.policy.query_batch
+        if not by_time:
+            return [np.arange(lo, min(q, lo + batch)) for lo in range(0, q, batch)]
+        order = np.argsort(as_of, kind="stable")
+        groups, start = [], 0
+        for i in range(1, q + 1):
+            if i == q or i - start >= batch or as_of[order[i]] - as_of[order[start]] > self.search_params.group_days:
+                groups.append(order[start:i])
+                start = i
+        return groups
 
     def describe(self) -> dict:
         reported = self.policy.reported_confidence
-        return {"confidence": f"reported_confidence={reported}: " + (
+        out = {"confidence": f"reported_confidence={reported}: " + (
                     "top-1 four-signal score (weights normalised to sum 1), in [0, 1]" if reported == "score"
                     else "top-1 live confidence C at as_of"),
-                "consolidation": summarize(self.store, self.agent),
-                "serve_time": format_iso(from_days(self.serve_time)),
-                "status_policy": {"exclude": self.exclude, "dormant": self.policy.dormant,
-                                  "exclude_created_after_as_of": self.policy.exclude_created_after_as_of},
-                "statuses_at_serve_time": self.status_counts}
+               "consolidation": summarize(self.store, self.agent),
+               "serve_time": format_iso(from_days(self.serve_time)),
+               "status_policy": {"exclude": self.exclude, "dormant": self.policy.dormant,
+                                 "exclude_created_after_as_of": self.policy.exclude_created_after_as_of},
+               "statuses_at_serve_time": self.status_counts}
+        sp = self.search_params
+        if sp.candidates is not None:
+            out["search"] = {"candidates": sp.candidates, "prior_candidates": sp.prior_candidates,
+                             "certify": sp.certify, "group_days": sp.group_days, "index": sp.index,
+                             "last": {k: v for k, v in self.last_search.items() if "seconds" not in k}}
+        return out
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------
+
+def top_k_by_key(key: np.ndarray, k: int) -> np.ndarray:
+    """``rank_by_score(key, k)[0]`` (descending key, ties to the lower index, -inf dropped), selecting the
+    candidates with a partition first: only the entries >= each row's k-th largest key are sorted."""
+    q, n = key.shape
+    if n <= 4 * k + 64 or q == 0:
+        return rank_by_score(key, k)[0]
+    # the k-th largest via the k-th smallest of -key (numpy's introselect is slow on long runs of equal
+    # values, e.g. excluded -inf, when they lie below the k-th position)
+    kth = -np.partition(-key, k - 1, axis=1)[:, k - 1]
+    floor = np.where(np.isfinite(kth), kth, np.inf)[:, None]  # -inf k-th: only the finite entries count
+    mask = (key >= floor) | (np.isfinite(key) & ~np.isfinite(kth)[:, None])
+    counts = mask.sum(axis=1)
+    width = int(counts.max()) if q else 0
+    if width > 64 * k + 1024:  # massive ties at the k-th key: the plain sort is as good
+        return rank_by_score(key, k)[0]
+    rows, cols = np.nonzero(mask)  # row-major: per row, ascending corpus index
+    start = np.zeros(q + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    slot = np.arange(len(rows)) - start[rows]
+    sub = np.full((q, max(width, 1)), -np.inf)
+    cand = np.full((q, max(width, 1)), n, dtype=np.int64)
+    sub[rows, slot] = key[rows, cols]
+    cand[rows, slot] = cols
+    return rank_by_score(sub, k, candidates=cand)[0]
+
+
+def dedupe_rows(ids: np.ndarray) -> np.ndarray:
+    """(Q, M) bool: True for the first occurrence of each id in its row, False for repeats and for -1."""
+    if ids.size == 0:
+        return np.zeros(ids.shape, dtype=bool)
+    order = np.argsort(ids, axis=1, kind="stable")
+    srt = np.take_along_axis(ids, order, axis=1)
+    first = np.ones(ids.shape, dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    keep = np.empty(ids.shape, dtype=bool)
+    np.put_along_axis(keep, order, first, axis=1)
+    return keep & (ids >= 0)
+
+
+def rerank_agreement(retriever_cfg: dict, corpus: Corpus, vectors: np.ndarray, query_vectors: np.ndarray,
+                     as_of: np.ndarray, cs, *, k: int = 10, serve_time: float | None = None,
+                     name: str = "smartvector") -> dict:
+    """Top-1 agreement of candidate re-ranking with exhaustive scoring, for each candidate count in ``cs``.
+
+    The retriever is built from ``retriever_cfg`` (its other search options kept: prior candidates,
+    certification, index), indexed once at ``serve_time`` (default: the latest as_of), and the same queries are
+    searched exhaustively and then with ``candidates = C`` for each C. Returns the exhaustive search time and
+    one row per C: share of queries whose top-1 is the same (both empty counts as the same), how many differ,
+    whether the whole top-k is the same, the search time, and how many queries fell back to exhaustive."""
+    cfg = dict(retriever_cfg)
+    cfg["candidates"] = None
+    r = SmartVector(cfg, name)
+    as_of = np.asarray(as_of, dtype=np.float64)
+    r.index(corpus, vectors, float(np.max(as_of)) if serve_time is None else float(serve_time))
+    base = r.search_params
+    t = time.perf_counter()
+    exact = r.search(query_vectors, as_of, k)
+    exhaustive_s = time.perf_counter() - t
+    rows = []
+    for c in cs:
+        r.search_params = replace(base, candidates=int(c))
+        t = time.perf_counter()
+        run = r.search(query_vectors, as_of, k)
+        secs = time.perf_counter() - t
+        same = run.top1 == exact.top1
+        rows.append({"candidates": int(c), "top1_agreement": float(same.mean()) if len(same) else 1.0,
+                     "n_differ": int((~same).sum()), "n_queries": int(len(same)),
+                     "topk_identical": float((run.ranked == exact.ranked).all(axis=1).mean()) if len(same) else 1.0,
+                     "search_s": secs, "fallback_queries": r.last_search.get("fallback_queries", 0),
+                     "faiss_s": r.last_search.get("faiss_seconds")})
+    r.search_params = base
+    return {"exhaustive_s": exhaustive_s, "n_vectors": len(corpus), "rows": rows}
+
+
+def metadata_bytes(retriever: SmartVector) -> dict:
+    """Memory of SmartVector's per-vector state against the FAISS index's.
+
+    ``arrays``: ``.nbytes`` of every numpy array of length N the store holds (its columns), of the corpus
+    columns the signals read (authority, created_at, valid_from, valid_to, supersedes) and of the retriever's
+    cached relational signal; ``edges``: the dependency edges (the agent's found edges and the corpus's given
+    ones, CSR). ``index``: the FAISS index (flat: ntotal * d * 4; HNSW adds its links). Nothing per query is
+    kept between searches (the per-search columns are transient)."""
+    n = len(retriever.corpus)
+    arrays: dict[str, int] = {}
+    for attr, value in sorted(vars(retriever.store).items()):
+        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
+            arrays[f"store.{attr}"] = int(value.nbytes)
+    c = retriever.corpus
+    for attr in ("authority", "created_at", "valid_from", "valid_to", "supersedes"):
+        arrays[f"corpus.{attr}"] = int(getattr(c, attr).nbytes)
+    if getattr(retriever, "_relational_key", None) is not None:
+        arrays["retriever.relational"] = int(retriever._relational.nbytes)
+    agent = retriever.agent
+    edges = {"agent.edges": int(sum(a.nbytes for a in agent.src) + sum(a.nbytes for a in agent.dst)),
+             "corpus.depends_on": int(c.depends_on.indptr.nbytes + c.depends_on.indices.nbytes)}
+    total = sum(arrays.values()) + sum(edges.values())
+    index = retriever._index.nbytes()
+    return {"n_vectors": n, "arrays": arrays, "edges": edges, "total": int(total),
+            "per_vector": total / max(n, 1), "index": int(index), "index_kind": retriever._index.kind,
+            "ratio": total / index if index else float("inf")}
