@@ -15,18 +15,28 @@ run looks at what changed since the previous run (pairs are judged once).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .candidates import knn_pairs, orient, sorted_unique
 from .csr import Ragged
 from .dataset import Corpus
-from .detectors import (ReferenceDetector, SemanticDetector, content_similarity, jaccard_between,  # noqa: F401
-                        jaccard_pairs, word_sets_matrix)
+from .detectors import (  # noqa: F401
+    ReferenceDetector,
+    SemanticDetector,
+    content_similarity,
+    jaccard_between,
+    jaccard_of,
+    jaccard_pairs,
+    word_sets_matrix,
+)
+from .errors import BenchError
 from .lifecycle import Status
-from .ripple import RippleParams, ripple
+from .ripple import RippleParams, ripple  # noqa: F401  (ripple: the per-origin form of ripple_hits)
 from .settings import choice
-from .signals.confidence import ConfidenceParams
+from .signals.confidence import ConfidenceParams, live_confidence
 from .store import StoreParams, VectorStore
 
 
@@ -43,6 +53,16 @@ class ConsolidationParams:
     dependency_threshold: float = 0.35  # word Jaccard: the lower-authority chunk depends on the higher one
     transfer_dependencies: bool = True  # an edge to a superseded vector counts for its successor in force
     ripple: RippleParams = field(default_factory=RippleParams)
+    # None: compare all pairs (new x pool). k: judge only pairs where one vector is among the other's k
+    # nearest neighbours by cosine (FAISS, over the corpus vectors); contradictions and dependency edges
+    # outside those pairs are missed (smartvector_bench/perf/consolidation.py measures how many).
+    candidates: int | None = None
+    candidate_index: str = choice("ivf", "flat", "hnsw")  # ivf / hnsw: approximate kNN; flat: exact (quadratic)
+
+    def __post_init__(self) -> None:
+        v = self.candidates
+        if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
+            raise BenchError(f"consolidation.candidates={v!r}: must be null or an integer >= 1")
 
 
 def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedback_ratio: np.ndarray,
@@ -74,9 +94,10 @@ def edges_to_ragged(src: np.ndarray, dst: np.ndarray, n: int) -> Ragged:
     """Unique directed edges (src depends on dst) as a Ragged over src, rows sorted; self-loops dropped."""
     src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
     if src.size:
-        pairs = np.unique(np.stack([src, dst], axis=1), axis=0)
-        pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-        src, dst = pairs[:, 0], pairs[:, 1]
+        key = sorted_unique(src * n + dst)  # the (src, dst) rows of np.unique(..., axis=0), as one int64 key
+        src, dst = key // n, key % n
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
     counts = np.bincount(src, minlength=n)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
@@ -117,6 +138,17 @@ class ConsolidationAgent:
         self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
         self.last_run: float | None = None
         self.edges_seen: set[int] = set()
+        if params.candidates is not None and vectors is None:
+            raise ValueError("consolidation.candidates needs the corpus embeddings (vectors=None)")
+        self.vectors = vectors
+        self._candidates: tuple[np.ndarray, np.ndarray] | None = None
+        self.timings: dict[str, float] = {}  # seconds of the last run's phases
+
+    def candidate_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The k-nearest-neighbour pairs (i < j) over the corpus vectors, computed once."""
+        if self._candidates is None:
+            self._candidates = knn_pairs(self.vectors, int(self.p.candidates), self.p.candidate_index)
+        return self._candidates
 
     # -- edges -----------------------------------------------------------------------------------------------
     def raw_edges(self) -> Ragged:
@@ -150,9 +182,19 @@ class ConsolidationAgent:
         in_force = store.in_force()
 
         # Contradictions between what changed and what is in force.
+        timings = self.timings = {}
+        if self.p.candidates is not None:
+            t0 = time.perf_counter()
+            lo, hi = self.candidate_pairs()
+            timings["candidates_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
         origins: set[int] = set()
         new = pending[in_force[pending]] if len(pending) else pending
-        for a, b, detail in self.detector.pairs(new, np.nonzero(in_force)[0]):
+        if self.p.candidates is None:
+            found = self.detector.pairs(new, np.nonzero(in_force)[0])
+        else:
+            found = self.detector.pairs_from(*orient(lo, hi, new, in_force, len(c)))
+        for a, b, detail in found:
             if (a, b) in self.judged:
                 continue
             self.judged.add((a, b))
@@ -164,12 +206,19 @@ class ConsolidationAgent:
                 store.feedback(loser, False, t, cause=f"verdict: contradicted by {c.ids[winner]}")
                 origins.add(loser)
 
+        timings["contradictions_s"] = time.perf_counter() - t0
+
         # Dependency edges: the corpus's own, plus detected ones between different documents.
+        t0 = time.perf_counter()
         self._add_given_edges(fresh)
         if self.p.detect_dependencies and len(fresh):
-            ingested = np.nonzero(store.ingested())[0]
-            i, j, _ = jaccard_between(self.words, fresh, ingested, self.p.dependency_threshold)
-            keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
+            ingested = store.ingested()
+            if self.p.candidates is None:
+                i, j, _ = jaccard_between(self.words, fresh, np.nonzero(ingested)[0], self.p.dependency_threshold)
+                keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
+            else:  # candidate pairs with one end fresh and the other ingested, each once
+                i, j = orient(lo, hi, fresh, ingested, len(c))
+                keep = (jaccard_of(self.words, i, j) > self.p.dependency_threshold) & (c.doc_id[i] != c.doc_id[j])
             i, j = i[keep], j[keep]
             ai, aj = c.authority[i], c.authority[j]
             # The lower-authority chunk depends on the higher one; on equal authority the newer on the older
@@ -181,10 +230,12 @@ class ConsolidationAgent:
             self.dst.append(dst)
             for a, b in zip(src.tolist(), dst.tolist()):
                 store.log(t, "dependency_detected", a, b)
+        timings["edges_s"] = time.perf_counter() - t0
 
         # Ripple from every vector superseded since the last run, and from every demoted loser, to whoever
         # depended on it: by the edges as given, as they counted at the previous run (before this supersession
         # moved them on) and as they count now.
+        t0 = time.perf_counter()
         origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
         if origins:
             views = [self.raw_edges(), self.depends_on(t)]
@@ -194,9 +245,10 @@ class ConsolidationAgent:
             dst = np.concatenate([v.indices for v in views])
             depended_by = reverse(edges_to_ragged(src, dst, len(c)))
             skip = ~store.in_force()
-            for origin in sorted(origins):
-                for v, depth, pen in ripple(depended_by, origin, self.p.ripple, skip=skip):
-                    store.penalize(v, pen, origin, depth, t, self.p.ripple.floor)
+            hits = ripple_hits(depended_by, np.array(sorted(origins), dtype=np.int64), self.p.ripple, skip)
+            apply_ripple(store, hits, t, self.p.ripple.floor)
+
+        timings["ripple_s"] = time.perf_counter() - t0
 
         # Dormancy after this run's verdicts and ripples; then DEPRECATED -> ARCHIVED after the grace period,
         # and UNCONSOLIDATED -> ACTIVE.
@@ -208,12 +260,20 @@ class ConsolidationAgent:
             store.set_status(int(i), Status.ACTIVE, t, "consolidated")
 
     def _add_given_edges(self, pending: np.ndarray) -> None:
+        """The corpus's own edges of ``pending`` vectors (one gather; the edge arrays as the per-vector loop
+        would concatenate them)."""
         deps = self.corpus.depends_on
-        for i in pending.tolist():
-            row = deps.row(i)
-            if len(row):
-                self.src.append(np.full(len(row), i, dtype=np.int64))
-                self.dst.append(row.astype(np.int64))
+        pending = np.asarray(pending, dtype=np.int64)
+        if not len(pending):
+            return
+        counts = deps.counts()[pending]
+        if not counts.sum():
+            return
+        src = np.repeat(pending, counts)
+        starts = np.repeat(deps.indptr[pending] - np.cumsum(counts) + counts, counts)
+        dst = deps.indices[starts + np.arange(len(src))].astype(np.int64)
+        self.src.append(src)
+        self.dst.append(dst)
 
     def _dormancy(self, store: VectorStore, t: float, in_force: np.ndarray) -> None:
         conf = store.live_confidence(np.array([t]))[0]
@@ -223,6 +283,124 @@ class ConsolidationAgent:
             store.set_status(int(i), Status.DORMANT, t, f"decay: confidence {conf[i]:.3f} below threshold")
         for i in np.nonzero((store.status == Status.DORMANT) & ~low)[0]:
             store.set_status(int(i), Status.ACTIVE, t, f"revived: confidence {conf[i]:.3f}")
+
+
+# -- ripple, vectorised over origins --------------------------------------------------------------------------
+
+@dataclass
+class RippleHits:
+    """Every (origin, vector, depth, penalty) the sequential loop ``for origin in origins: ripple(...)`` would
+    produce, in its order, as columns."""
+
+    origin: np.ndarray
+    vector: np.ndarray
+    depth: np.ndarray
+    penalty: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.vector)
+
+
+def ripple_hits(depended_by: Ragged, origins: np.ndarray, p: RippleParams, skip: np.ndarray | None = None,
+                ) -> RippleHits:
+    """:func:`ripple` for each of ``origins`` (in that order), breadth-first level by level over all origins
+    at once: the same hits in the same order (per origin: by depth, then first reached)."""
+    origins = np.asarray(origins, dtype=np.int64)
+    n = depended_by.n_rows
+    counts, indptr, indices = depended_by.counts(), depended_by.indptr, depended_by.indices
+    owner = np.arange(len(origins), dtype=np.int64)  # rank of the origin a frontier entry belongs to
+    frontier = origins.copy()
+    visited = np.sort(owner * n + origins)
+    parts = []
+    for depth in range(1, p.max_depth + 1):
+        if not len(frontier):
+            break
+        cnt = counts[frontier]
+        own = np.repeat(owner, cnt)
+        starts = np.repeat(indptr[frontier] - np.cumsum(cnt) + cnt, cnt)
+        d = indices[starts + np.arange(len(own))]
+        key = own * n + d
+        at = np.minimum(np.searchsorted(visited, key), len(visited) - 1)
+        ok = visited[at] != key  # not visited yet (visited is sorted)
+        if skip is not None:
+            ok &= ~skip[d]
+        pos = np.nonzero(ok)[0]
+        order = np.argsort(key[pos], kind="stable")
+        ks = key[pos][order]
+        first = order[np.r_[True, ks[1:] != ks[:-1]]] if len(ks) else order
+        pos = pos[np.sort(first)]  # first time each (origin, vector) is reached, in scan order
+        owner, frontier = own[pos], d[pos]
+        visited = np.sort(np.concatenate([visited, owner * n + frontier]))
+        parts.append((owner, frontier, np.full(len(pos), depth, dtype=np.int64)))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return RippleHits(empty, empty, empty, np.zeros(0))
+    own = np.concatenate([x[0] for x in parts])
+    vec = np.concatenate([x[1] for x in parts])
+    dep = np.concatenate([x[2] for x in parts])
+    order = np.argsort(own, kind="stable")  # origin order, then depth, then scan order
+    own, vec, dep = own[order], vec[order], dep[order]
+    return RippleHits(origins[own], vec, dep, p.penalty / dep.astype(np.float64))
+
+
+def round6(x: np.ndarray) -> list[float]:
+    """``[round(v, 6) for v in x]`` (Python's correctly rounded round) for finite |x| <= 1e3, vectorised:
+    ``rint(x * 1e6) / 1e6`` is the same float unless the product lies near a half (its rounding error is
+    < 1e-9 there), where Python's round is called."""
+    x = np.asarray(x, dtype=np.float64)
+    scaled = x * 1e6
+    frac = np.abs(scaled - np.floor(scaled) - 0.5)
+    slow = ~((frac > 1e-6) & (np.abs(x) <= 1e3))
+    out = (np.rint(scaled) / 1e6).tolist()
+    for i in np.nonzero(slow)[0].tolist():
+        out[i] = round(float(x[i]), 6)
+    return out
+
+
+def apply_ripple(store: VectorStore, hits: RippleHits, t: float, floor: float) -> None:
+    """``store.penalize(v, pen, origin, depth, t, floor)`` for every hit in order, computed column-wise: each
+    vector's penalties are applied in sequence (round r applies every vector's r-th hit), with the same
+    float64 operations, so state, ledger and events equal the per-hit loop's."""
+    m = len(hits)
+    if not m:
+        return
+    vec = hits.vector
+    order = np.argsort(vec, kind="stable")
+    group_start = np.zeros(m, dtype=np.int64)
+    new_group = np.r_[True, vec[order][1:] != vec[order][:-1]]
+    group_start[new_group] = np.nonzero(new_group)[0]
+    np.maximum.accumulate(group_start, out=group_start)
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m) - group_start
+    by_round = np.lexsort((vec, rank))
+    bounds = np.searchsorted(rank[by_round], np.arange(rank.max() + 2))
+    before, after, applied = np.empty(m), np.empty(m), np.empty(m)
+    authority = store.corpus.authority
+    decay_from = store.decay_from()
+    at = np.array([t], dtype=np.float64)
+
+    def conf(v: np.ndarray) -> np.ndarray:
+        return live_confidence(authority[v] - store.penalty[v], decay_from[v], at, store.positive[v],
+                               store.negative[v], store.access[v], store.conf)[0]
+
+    for r in range(len(bounds) - 1):
+        idx = by_round[bounds[r]:bounds[r + 1]]
+        v = vec[idx]  # distinct within a round
+        base = authority[v] - store.penalty[v]
+        before[idx] = conf(v)
+        app = np.where(base > floor, base - np.maximum(floor, base - hits.penalty[idx]), 0.0)
+        applied[idx] = app
+        store.penalty[v] += app
+        after[idx] = conf(v)
+    t = float(t)
+    store.events.extend(
+        {"time": t, "kind": "ripple", "vector": v, "cause": o, "confidence_before": b,
+         "confidence_after": a, "depth": d, "penalty": pen, "applied": x}
+        for v, o, b, a, d, pen, x in zip(vec.tolist(), hits.origin.tolist(), round6(before), round6(after),
+                                        hits.depth.tolist(), hits.penalty.tolist(), round6(applied)))
+    store.penalties.extend(
+        {"vector": v, "origin": o, "depth": d, "applied": x, "time": t, "lifted_at": None}
+        for v, o, d, x in zip(vec.tolist(), hits.origin.tolist(), hits.depth.tolist(), applied.tolist()))
 
 
 # -- the frozen form ---------------------------------------------------------------------------------------------
@@ -297,8 +475,12 @@ def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
 def consolidate(corpus: Corpus, at: float, params: ConsolidationParams, vectors: np.ndarray | None = None,
                 conf: ConfidenceParams | None = None, store_params: StoreParams | None = None) -> ConsolidationResult:
     """Everything created by ``at`` ingested, supersessions in force applied, one consolidation run at ``at``."""
+    t0 = time.perf_counter()
     store = VectorStore(corpus, conf or ConfidenceParams(), store_params or StoreParams())
     ingest_until(store, at)
+    t1 = time.perf_counter()
     agent = ConsolidationAgent(corpus, params, vectors)
+    t2 = time.perf_counter()
     agent.run(store, at)
+    agent.timings.update(ingest_s=t1 - t0, setup_s=t2 - t1)  # setup: word sets (and the detector's tables)
     return ConsolidationResult(store, agent, at)

@@ -1,0 +1,209 @@
+"""Candidate pairs from the vector index (issue 6): kNN pairs, recall counting, the candidate consolidation
+path against all pairs, the exact shortcuts (difflib lower bound, vectorised ripple) and the config key."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from smartvector_bench.candidates import all_pairs, knn_pairs, orient, recall
+from smartvector_bench.consolidation import (
+    ConsolidationParams,
+    apply_ripple,
+    consolidate,
+    edges_to_ragged,
+    ripple_hits,
+    round6,
+)
+from smartvector_bench.dataset import load_dataset
+from smartvector_bench.detectors import (
+    CharTable,
+    ReferenceDetector,
+    content_similarity,
+    jaccard_between,
+    jaccard_of,
+)
+from smartvector_bench.embedding import build_embedder
+from smartvector_bench.errors import BenchError
+from smartvector_bench.ripple import RippleParams, ripple
+from smartvector_bench.signals.confidence import ConfidenceParams
+from smartvector_bench.store import VectorStore
+
+from .conftest import compose_config
+
+
+def _unit(n: int, d: int, seed: int) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_knn_pairs_equal_brute_force():
+    x, k = _unit(300, 16, 0), 5
+    sims = x @ x.T
+    np.fill_diagonal(sims, -np.inf)
+    nn = np.argsort(-sims, axis=1, kind="stable")[:, :k]
+    want = {(min(i, j), max(i, j)) for i in range(len(x)) for j in nn[i].tolist()}
+    for block_rows in (7, 8192):
+        lo, hi = knn_pairs(x, k, "flat", block_rows=block_rows)
+        assert lo.dtype == np.int64 and (lo < hi).all()
+        assert set(zip(lo.tolist(), hi.tolist())) == want
+        assert len(lo) == len(want)  # unique
+
+
+def test_knn_pairs_every_pair_when_k_covers_all():
+    x = _unit(40, 8, 1)
+    for index in ("flat", "ivf", "hnsw"):
+        lo, hi = knn_pairs(x, 39, index)
+        assert np.array_equal(lo, all_pairs(40)[0]) and np.array_equal(hi, all_pairs(40)[1])
+    lo, hi = knn_pairs(_unit(2000, 16, 2), 10, "ivf")  # approximate: most exact pairs found
+    flo, fhi = knn_pairs(_unit(2000, 16, 2), 10, "flat")
+    assert recall((flo, fhi), (lo, hi)).recall > 0.8
+
+
+def test_orient_keeps_new_x_pool_once_in_scan_order():
+    lo, hi = np.array([0, 0, 1, 2, 3]), np.array([1, 3, 2, 3, 4])
+    new, pool = np.array([1, 3]), np.array([True, True, True, True, False])
+    i, j = orient(lo, hi, new, pool, 5)
+    # (0,1): 1 new, 0 pool -> (1,0); (0,3) -> (3,0); (1,2) -> (1,2); (2,3) -> (3,2); (3,4): 4 not in pool
+    assert list(zip(i.tolist(), j.tolist())) == [(1, 0), (1, 2), (3, 0), (3, 2)]
+
+
+def test_recall_counts_on_hand_made_sets():
+    ref = (np.array([0, 2, 5, 7]), np.array([1, 3, 6, 8]))
+    got = (np.array([1, 3, 9, 9]), np.array([0, 2, 10, 10]))  # (1,0)=(0,1), (3,2)=(2,3), (9,10) twice
+    rc = recall(ref, got)
+    assert (rc.found, rc.missed, rc.extra) == (2, 2, 1)
+    assert rc.recall == 0.5
+    directed = recall(ref, got, unordered=False)
+    assert (directed.found, directed.missed, directed.extra) == (0, 4, 3)
+    assert recall((np.zeros(0), np.zeros(0)), got).recall == 1.0
+
+
+@pytest.fixture(scope="module")
+def default_corpus_vectors(tmp_path_factory):
+    from data_gen.params import params_from_config
+    from data_gen.writer import write_dataset
+
+    path = tmp_path_factory.mktemp("cand") / "ds"
+    cfg = compose_config()
+    write_dataset(params_from_config(cfg["dataset"]), path)
+    ds = load_dataset(path)
+    corpus = ds.corpus
+    emb = build_embedder({"kind": "hashing"})
+    return corpus, np.asarray(emb.encode(corpus.texts), dtype=np.float32), float(np.max(ds.queries.as_of))
+
+
+def _event_multiset(events):
+    return Counter(repr(sorted(e.items())) for e in events)
+
+
+def _pairs(res):
+    return {(min(w, l), max(w, l)) for w, l, _ in res.contradictions}
+
+
+@pytest.mark.parametrize("detector, loose", [("reference", True), ("semantic", False)])
+def test_candidates_covering_all_pairs_find_the_same_contradictions(default_corpus_vectors, detector, loose):
+    corpus, vecs, at = default_corpus_vectors
+    # Loose reference thresholds so the 258 chunks have many contradictions to find.
+    base = ConsolidationParams(detector=detector, **({"topic_threshold": 0.2, "content_threshold": 0.6} if loose
+                                                     else {}))
+    full = consolidate(corpus, at, base, vecs)
+    cand = consolidate(corpus, at, dataclasses.replace(base, candidates=len(corpus) - 1), vecs)
+    # The same pairs judged and found contradicting. Verdicts can differ: the all-pairs path judges in scipy's
+    # (unsorted) column order inside a row of the sparse product, the candidate path in sorted (i, j) order,
+    # and each verdict moves the loser's feedback ratio, one of the next votes' criteria.
+    assert full.agent.judged == cand.agent.judged
+    assert _pairs(full) == _pairs(cand) and len(full.contradictions) >= (20 if loose else 1)
+    assert np.array_equal(full.agent.raw_edges().indices, cand.agent.raw_edges().indices)
+
+
+def test_candidates_covering_all_pairs_give_the_default_all_pairs_result(default_corpus_vectors):
+    corpus, vecs, at = default_corpus_vectors
+    full = consolidate(corpus, at, ConsolidationParams(), vecs)
+    cand = consolidate(corpus, at, ConsolidationParams(candidates=len(corpus) - 1), vecs)
+    assert full.contradictions == cand.contradictions
+    assert np.array_equal(full.depends_on.indptr, cand.depends_on.indptr)
+    assert np.array_equal(full.depends_on.indices, cand.depends_on.indices)
+    assert full.depends_on.indices.size > 50
+    for name in ("penalty", "negative", "status", "archived_at", "deprecated_at"):
+        assert np.array_equal(getattr(full.store, name), getattr(cand.store, name)), name
+    assert (full.store.penalty > 0).any()
+    # Same events; only the order of dependency_detected events inside one run may differ.
+    assert _event_multiset(full.store.events) == _event_multiset(cand.store.events)
+
+
+def test_small_k_finds_a_subset(default_corpus_vectors):
+    corpus, vecs, at = default_corpus_vectors
+    full = consolidate(corpus, at, ConsolidationParams(), vecs)
+    cand = consolidate(corpus, at, ConsolidationParams(candidates=3, candidate_index="flat"), vecs)
+    full_edges = set(zip(full.agent.raw_edges().row_ids().tolist(), full.agent.raw_edges().indices.tolist()))
+    cand_edges = set(zip(cand.agent.raw_edges().row_ids().tolist(), cand.agent.raw_edges().indices.tolist()))
+    assert cand_edges < full_edges  # a strict subset: fewer pairs judged, nothing invented
+
+
+def test_candidates_need_vectors(default_corpus_vectors):
+    corpus, _, _ = default_corpus_vectors
+    with pytest.raises(ValueError, match="consolidation.candidates needs the corpus embeddings"):
+        consolidate(corpus, 1e9, ConsolidationParams(candidates=5), None)
+
+
+def test_lower_bound_and_row_wise_jaccard_are_exact(default_corpus_vectors):
+    corpus, _, _ = default_corpus_vectors
+    det = ReferenceDetector(corpus)
+    i, j = all_pairs(len(corpus))
+    lb = CharTable(corpus.texts).ratio_lower_bound(i, j)
+    sample = np.random.default_rng(0).choice(len(i), 3000, replace=False)
+    ratio = np.array([content_similarity(corpus.texts[a], corpus.texts[b]) for a, b in zip(i[sample], j[sample])])
+    assert (lb[sample] <= ratio).all() and (lb > 0).mean() > 0.5
+    jac = jaccard_of(det.words, i, j)
+    bi, bj, bjac = jaccard_between(det.words, np.arange(len(corpus)), np.arange(len(corpus)), 0.1)
+    keep = bi < bj
+    lookup = dict(zip(zip(bi[keep].tolist(), bj[keep].tolist()), bjac[keep].tolist()))
+    m = jac > 0.1  # float32 against the threshold, as jaccard_between compares
+    got = dict(zip(zip(i[m].tolist(), j[m].tolist()), jac[m].tolist()))
+    assert got == lookup
+    every = np.arange(len(corpus))
+    assert {(a, b) for a, b, _ in det.pairs_from(i, j)} == {(a, b) for a, b, _ in det.pairs(every, every)}
+
+
+def test_ripple_hits_and_apply_match_the_sequential_loop(default_corpus_vectors):
+    corpus, _, _ = default_corpus_vectors
+    rng = np.random.default_rng(3)
+    n = len(corpus)
+    src, dst = rng.integers(0, n, 3 * n), rng.integers(0, n, 3 * n)
+    depended_by = edges_to_ragged(src, dst, n)
+    skip = rng.random(n) < 0.1
+    origins = np.sort(rng.choice(n, 40, replace=False))
+    p = RippleParams(penalty=0.3, max_depth=3, floor=0.05)
+    want = [(int(o), v, d, pen) for o in origins for v, d, pen in ripple(depended_by, int(o), p, skip=skip)]
+    hits = ripple_hits(depended_by, origins, p, skip)
+    got = list(zip(hits.origin.tolist(), hits.vector.tolist(), hits.depth.tolist(), hits.penalty.tolist()))
+    assert got == want and len(got) > 100
+    a, b = VectorStore(corpus, ConfidenceParams()), VectorStore(corpus, ConfidenceParams())
+    for o, v, d, pen in want:
+        a.penalize(v, pen, o, d, 5.0, p.floor)
+    apply_ripple(b, hits, 5.0, p.floor)
+    assert a.events == b.events and a.penalties == b.penalties and np.array_equal(a.penalty, b.penalty)
+
+
+def test_round6_is_pythons_round():
+    x = np.concatenate([np.random.default_rng(0).random(20000), [0.0, -0.0, 1.0, 0.1234565, 0.0000005, 2.5e-7]])
+    got = round6(x)
+    assert [repr(v) for v in got] == [repr(round(v, 6)) for v in x.tolist()]
+
+
+def test_config_candidates_null_and_int_and_bad_values():
+    from smartvector_bench.retrievers.smartvector import SmartVector
+
+    key = "retrievers.smartvector.consolidation.candidates"
+    cfg = compose_config()["retrievers"]["smartvector"]
+    assert "candidates" in cfg["consolidation"] and SmartVector(cfg).cons_params.candidates is None
+    cfg = compose_config([f"{key}=20"])["retrievers"]["smartvector"]
+    assert SmartVector(cfg).cons_params.candidates == 20
+    for bad in ("0", "-3", "true", "2.5", "many"):
+        cfg = compose_config([f"{key}={bad}"])["retrievers"]["smartvector"]
+        with pytest.raises(BenchError, match=r"consolidation\.candidates=.*: must be null or an integer >= 1"):
+            SmartVector(cfg)
