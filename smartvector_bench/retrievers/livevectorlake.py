@@ -66,6 +66,10 @@ class LVLSettings:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 64
+    # Compact the cold Delta table after every this many ingest commits (0: never). Not in conf/: a
+    # maintenance setting that changes no row and no result, only ingest time at thousands of versions (the
+    # default dataset has 98 commits, so it never triggers there).
+    compact_every: int = 200
 
 
 def settings(cfg: dict, where: str = "retrievers.livevectorlake") -> LVLSettings:
@@ -173,7 +177,8 @@ class LiveVectorLakeRetriever:
         self.lake = LiveVectorLake.open(self._lake_folder(), dim=int(vectors.shape[1]), hot_index=self.s.hot_index,
                                         cold_cache=self.s.cold_cache, hnsw_m=self.s.hnsw_m,
                                         hnsw_ef_construction=self.s.hnsw_ef_construction,
-                                        hnsw_ef_search=self.s.hnsw_ef_search)
+                                        hnsw_ef_search=self.s.hnsw_ef_search,
+                                        compact_every=self.s.compact_every)
         versions = corpus_versions(corpus)
         results = []
         for v in versions:
