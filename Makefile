@@ -51,3 +51,13 @@ figures: install
 ## Rewrite the README's claims table from results/.
 claims: install
 	$(PY) paper_figures/claims.py --write-readme
+
+.PHONY: bench bench-quick
+## Performance at 10K to 1M vectors into results/perf/ (about 40 min on 2 cores), then its figure.
+bench: install
+	$(PY) -m smartvector_bench.perf.cli bench_profile=full out_dir=results/perf
+	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
+
+## Every perf case at toy sizes in under a minute, into a temp folder (a smoke test; not for reporting).
+bench-quick: install
+	$(PY) -m smartvector_bench.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick

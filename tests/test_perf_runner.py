@@ -1,0 +1,95 @@
+"""The perf runner (smartvector_bench/perf/): summary statistics and ratios, the targets table, the files it
+writes, and the CLI's bad-input path. Timing itself is never asserted (numbers go to results/perf/)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from smartvector_bench.perf.runner import summary_rows, write_results
+from smartvector_bench.perf.targets import evaluate_targets, render_markdown
+from smartvector_bench.perf.timing import Row, repeat, rows, summarize
+
+from .conftest import REPO
+
+
+def _batch(system: str, n: int, secs) -> list[Row]:
+    return rows("search_batch", system, n, "synthetic", "batch_s", secs, "s")
+
+
+def fake_runs() -> list[Row]:
+    out = []
+    for n, flat, rerank, exh in ((10_000, 0.010, 0.030, 0.025), (100_000, 0.1, 0.115, 0.5)):
+        out += _batch("faiss_flat", n, [flat, flat * 1.1, flat * 0.9])
+        out += _batch("smartvector_rerank", n, [rerank, rerank * 1.2, rerank * 0.8])
+        out += _batch("smartvector_exhaustive", n, [exh] * 3)
+        out += rows("quality", "smartvector_rerank", n, "synthetic", "top1_agreement", 1.0 if n < 50_000 else 0.985,
+                    "share")
+    out += rows("memory", "smartvector", 100_000, "synthetic", "metadata_share_of_index", 0.04, "share")
+    out += rows("ripple", "ripple_smartvector", 100_000, "synthetic", "update_ms", [0.01, 0.02, 0.03], "ms")
+    return out
+
+
+def test_rows_keep_every_repetition_and_summarize():
+    rs = rows("c", "s", 10, "synthetic", "m", [3.0, 1.0, 2.0], "s")
+    assert [r.rep for r in rs] == [0, 1, 2] and [r.value for r in rs] == [3.0, 1.0, 2.0]
+    assert rows("c", "s", 10, "synthetic", "m", 5.0, "s")[0].rep == -1
+    s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    assert s["median"] == 3.0 and s["n"] == 5 and s["min"] == 1.0 and s["max"] == 100.0
+    calls = []
+    secs = repeat(lambda: calls.append(1), reps=4, warmup=2)
+    assert len(secs) == 4 and len(calls) == 6 and all(x >= 0 for x in secs)
+
+
+def test_summary_ratio_is_against_flat_at_the_same_size():
+    summary = summary_rows(fake_runs())
+    get = {(r["system"], r["n_vectors"], r["metric"]): r for r in summary}
+    assert get[("faiss_flat", 100_000, "batch_s")]["ratio_vs_flat"] == pytest.approx(1.0)
+    assert get[("smartvector_rerank", 100_000, "batch_s")]["ratio_vs_flat"] == pytest.approx(1.15)
+    assert get[("smartvector_exhaustive", 10_000, "batch_s")]["ratio_vs_flat"] == pytest.approx(2.5)
+    assert get[("smartvector_rerank", 10_000, "batch_s")]["median"] == pytest.approx(0.030)
+    assert get[("smartvector_rerank", 10_000, "top1_agreement")]["ratio_vs_flat"] == ""  # not a time
+
+
+def test_targets_verdicts_met_missed_and_not_measured():
+    t = {x["id"]: x for x in evaluate_targets(summary_rows(fake_runs()))}
+    assert t["T1"]["verdict"] == "met" and t["T1"]["measured"] == pytest.approx(1.15)  # 100K: 0.115 / 0.1
+    assert t["T2"]["verdict"] == "met"
+    assert t["T3"]["verdict"] == "met" and t["T3"]["measured"] == pytest.approx(0.02)
+    assert t["T7"]["verdict"] == "missed" and t["T7"]["measured"] == pytest.approx(0.985)  # worst size counts
+    assert t["A1"]["verdict"] == "missed" and t["A1"]["measured"] == pytest.approx(2.5)  # bar: <= 2x at 10K
+    assert t["T4"]["verdict"] == "not measured" and np.isnan(t["T4"]["measured"])
+
+
+def test_files_written_with_provenance(tmp_path):
+    cfg = {"profile": "test", "seed": 0, "search": {}}
+    write_results(tmp_path, cfg, fake_runs(), 1.0)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["PROVENANCE.json", "perf.md", "runs.csv", "summary.csv", "targets.csv"]
+    prov = json.loads((tmp_path / "PROVENANCE.json").read_text())
+    assert prov["profile"] == "test" and prov["schema_version"] and prov["git"]["sha"]
+    assert set(prov["files"]) == {"perf.md", "runs.csv", "summary.csv", "targets.csv"}
+    with (tmp_path / "runs.csv").open() as fh:
+        runs = list(csv.DictReader(fh))
+    assert len(runs) == len(fake_runs())
+    md = (tmp_path / "perf.md").read_text()
+    assert "| T1 |" in md and "smartvector_rerank" in md
+
+
+def test_markdown_handles_an_empty_run():
+    md = render_markdown([], evaluate_targets([]), {"profile": "x"})
+    assert md.count("not measured") >= 7
+
+
+def test_cli_bad_input_names_the_key_and_writes_nothing(tmp_path):
+    out = tmp_path / "perf"
+    p = subprocess.run([sys.executable, "-m", "smartvector_bench.perf.cli", "bench_profile=quick",
+                        f"out_dir={out}", "search.sizes=[0]"], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "n_vectors=0" in p.stderr
+    assert not out.exists()
