@@ -33,6 +33,9 @@ SUMMARY_FIELDS = ("case", "system", "n_vectors", "vectors", "metric", "unit", "m
                   "min", "max", "iqr", "n", "ratio_vs_flat", "note")
 BASELINE = "faiss_flat"
 RATIO_METRICS = {("search_batch", "batch_s"), ("search_latency", "query_ms")}
+# Systems timed by the search case on the same query batch as faiss_flat: only their ratios mean anything
+# (the peer and reference cases run their own query sets; they carry their own baselines).
+SAME_BATCH = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_rerank", "smartvector_rerank_hnsw")
 
 
 def _log(msg: str) -> None:
@@ -129,7 +132,7 @@ def summary_rows(runs: list[Row]) -> list[dict]:
                     "note": rs[0].note})
     index = {(d["case"], d["system"], d["n_vectors"], d["vectors"], d["metric"]): d for d in out}
     for d in out:
-        if (d["case"], d["metric"]) in RATIO_METRICS:
+        if (d["case"], d["metric"]) in RATIO_METRICS and d["system"] in SAME_BATCH:
             base = index.get((d["case"], BASELINE, d["n_vectors"], d["vectors"], d["metric"]))
             if base and base["median"] > 0:
                 d["ratio_vs_flat"] = d["median"] / base["median"]
@@ -152,8 +155,27 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def read_runs(path: str | Path) -> list[Row]:
+    """The rows of a ``runs.csv`` written by :func:`write_results`."""
+    with Path(path).open(newline="", encoding="utf-8") as fh:
+        return [Row(r["case"], r["system"], int(r["n_vectors"]), r["vectors"], r["metric"], int(r["rep"]),
+                    float(r["value"]), r["unit"], r["note"]) for r in csv.DictReader(fh)]
+
+
+def resummarize(out_dir: str | Path) -> dict:
+    """Rebuild summary.csv, targets.csv and perf.md from a stored runs.csv (no measurement), keeping the
+    provenance of the run that measured them."""
+    import json
+
+    out_dir = Path(out_dir)
+    prov = json.loads((out_dir / "PROVENANCE.json").read_text(encoding="utf-8"))
+    cfg = prov["config"]
+    return write_results(out_dir, cfg, read_runs(out_dir / "runs.csv"), prov["wall_seconds"], prov["datasets"],
+                         provenance_override=prov)
+
+
 def write_results(out_dir: str | Path, cfg: dict, runs: list[Row], wall_s: float,
-                  datasets: list | None = None) -> dict:
+                  datasets: list | None = None, provenance_override: dict | None = None) -> dict:
     from .targets import evaluate_targets, render_markdown
 
     out_dir = Path(out_dir)
@@ -168,11 +190,21 @@ def write_results(out_dir: str | Path, cfg: dict, runs: list[Row], wall_s: float
     }
     for name, text in files.items():
         atomic_write_text(out_dir / name, text)
-    prov = {**provenance(cfg), "schema_version": SCHEMA_VERSION, "profile": cfg.get("profile"),
+    prov = dict(provenance_override) if provenance_override else {**provenance(cfg), "schema_version": SCHEMA_VERSION, "profile": cfg.get("profile"),
             "seed": int(cfg.get("seed", 0)), "wall_seconds": round(wall_s, 1), "datasets": datasets or [],
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}},
-            "files": {name: {"bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
-                      for name, text in files.items()}}
+                        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}}
+    prov["files"] = {name: {"bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
+                     for name, text in files.items()}
     atomic_write_json(out_dir / "PROVENANCE.json", prov)
     return {"summary": summary, "targets": targets}
+
+
+if __name__ == "__main__":  # python -m smartvector_bench.perf.runner resummarize results/perf
+    import sys
+
+    if len(sys.argv) != 3 or sys.argv[1] != "resummarize":
+        print("usage: python -m smartvector_bench.perf.runner resummarize OUT_DIR", file=sys.stderr)
+        raise SystemExit(2)
+    resummarize(sys.argv[2])
+    print((Path(sys.argv[2]) / "perf.md").read_text(encoding="utf-8"))
