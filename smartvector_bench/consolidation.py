@@ -121,6 +121,12 @@ def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: floa
     return out
 
 
+def _edge_ids(rows: np.ndarray, n: int) -> np.ndarray:
+    """Edge endpoints as kept by the agent: int32 while row numbers fit (half the memory of int64; every
+    reader widens them back, ``edges_to_ragged``)."""
+    return np.asarray(rows, dtype=np.int32 if n < 2**31 else np.int64)
+
+
 class ConsolidationAgent:
     def __init__(self, corpus: Corpus, params: ConsolidationParams, vectors: np.ndarray | None = None):
         self.corpus = corpus
@@ -226,10 +232,9 @@ class ConsolidationAgent:
             ci, cj = c.created_at[i], c.created_at[j]
             i_depends = (ai < aj) | ((ai == aj) & ((ci > cj) | ((ci == cj) & (i > j))))
             src, dst = np.where(i_depends, i, j), np.where(i_depends, j, i)
-            self.src.append(src)
-            self.dst.append(dst)
-            for a, b in zip(src.tolist(), dst.tolist()):
-                store.log(t, "dependency_detected", a, b)
+            self.src.append(_edge_ids(src, len(c)))
+            self.dst.append(_edge_ids(dst, len(c)))
+            store.events.add_columns(len(src), time=float(t), kind="dependency_detected", vector=src, cause=dst)
         timings["edges_s"] = time.perf_counter() - t0
 
         # Ripple from every vector superseded since the last run, and from every demoted loser, to whoever
@@ -256,8 +261,7 @@ class ConsolidationAgent:
         due = (store.status == Status.DEPRECATED) & (store.deprecated_at <= t - store.params.archive_after_days)
         for i in np.nonzero(due)[0]:
             store.archive(int(i), t)
-        for i in np.nonzero(store.status == Status.UNCONSOLIDATED)[0]:
-            store.set_status(int(i), Status.ACTIVE, t, "consolidated")
+        store.set_statuses(np.nonzero(store.status == Status.UNCONSOLIDATED)[0], Status.ACTIVE, t, "consolidated")
 
     def _add_given_edges(self, pending: np.ndarray) -> None:
         """The corpus's own edges of ``pending`` vectors (one gather; the edge arrays as the per-vector loop
@@ -271,9 +275,9 @@ class ConsolidationAgent:
             return
         src = np.repeat(pending, counts)
         starts = np.repeat(deps.indptr[pending] - np.cumsum(counts) + counts, counts)
-        dst = deps.indices[starts + np.arange(len(src))].astype(np.int64)
-        self.src.append(src)
-        self.dst.append(dst)
+        dst = deps.indices[starts + np.arange(len(src))]
+        self.src.append(_edge_ids(src, len(self.corpus)))
+        self.dst.append(_edge_ids(dst, len(self.corpus)))
 
     def _dormancy(self, store: VectorStore, t: float, in_force: np.ndarray) -> None:
         conf = store.live_confidence(np.array([t]))[0]
@@ -393,14 +397,11 @@ def apply_ripple(store: VectorStore, hits: RippleHits, t: float, floor: float) -
         store.penalty[v] += app
         after[idx] = conf(v)
     t = float(t)
-    store.events.extend(
-        {"time": t, "kind": "ripple", "vector": v, "cause": o, "confidence_before": b,
-         "confidence_after": a, "depth": d, "penalty": pen, "applied": x}
-        for v, o, b, a, d, pen, x in zip(vec.tolist(), hits.origin.tolist(), round6(before), round6(after),
-                                        hits.depth.tolist(), hits.penalty.tolist(), round6(applied)))
-    store.penalties.extend(
-        {"vector": v, "origin": o, "depth": d, "applied": x, "time": t, "lifted_at": None}
-        for v, o, d, x in zip(vec.tolist(), hits.origin.tolist(), hits.depth.tolist(), applied.tolist()))
+    store.events.add_columns(m, time=t, kind="ripple", vector=vec, cause=hits.origin,
+                             confidence_before=np.array(round6(before)), confidence_after=np.array(round6(after)),
+                             depth=hits.depth, penalty=hits.penalty, applied=np.array(round6(applied)))
+    store.penalties.add_columns(m, vector=vec, origin=hits.origin, depth=hits.depth, applied=applied, time=t,
+                                lifted_at=None)
 
 
 # -- the frozen form ---------------------------------------------------------------------------------------------
@@ -445,10 +446,7 @@ CONSOLIDATION_EVENTS = ("contradiction", "dependency_detected", "ripple")
 
 def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
     """Counts of what consolidation did, and the edges as they count after the agent's last run."""
-    kinds: dict[str, int] = {}
-    for e in store.events:
-        if e["kind"] in CONSOLIDATION_EVENTS:
-            kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    kinds = {k: n for k, n in store.events.count("kind").items() if k in CONSOLIDATION_EVENTS}
     at = agent.last_run if agent.last_run is not None else -np.inf
     return {"contradictions": len(agent.contradictions), "edges": int(agent.depends_on(at).indices.size),
             "events": dict(sorted(kinds.items()))}

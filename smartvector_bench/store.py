@@ -13,6 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from .dataset import Corpus
+from .eventlog import ColumnLog
 from .lifecycle import Status
 from .signals.confidence import ConfidenceParams, live_confidence
 
@@ -45,8 +46,8 @@ class VectorStore:
         self.deprecated_at = np.full(n, np.inf)
         self.archived_at = np.full(n, np.inf)
         self.superseded_by = self.corpus.superseded_by()
-        self.events: list[dict] = []
-        self.penalties: list[dict] = []  # ledger: vector, origin, depth, applied, time, lifted_at
+        self.events = ColumnLog()  # list-like; bulk writers add columnar batches (eventlog.py)
+        self.penalties = ColumnLog(nullable=("lifted_at",))  # ledger: vector, origin, depth, applied, time, lifted_at
         self.pending: set[int] = set()  # changed since the last consolidation run
 
     # -- derived state -----------------------------------------------------------------------------------------
@@ -92,6 +93,19 @@ class VectorStore:
         self.log(t, kind, i, cause, confidence_before=round(before, 6),
                  confidence_after=round(self.confidence_at(i, t), 6), **detail)
 
+    def set_statuses(self, rows: np.ndarray, status: Status, t: float, cause: str) -> None:
+        """``set_status`` for each of ``rows`` in order (one columnar batch of events)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        old = self.status[rows]
+        rows = rows[old != status]
+        if not len(rows):
+            return
+        old = self.status[rows]
+        self.status[rows] = status
+        names = {s.value: s.name for s in Status}
+        self.events.add_columns(len(rows), time=float(t), kind="status", vector=rows, cause=cause,
+                                old=[None if o < 0 else names[o] for o in old.tolist()], new=Status(status).name)
+
     def set_status(self, i: int, status: Status, t: float, cause: str) -> None:
         old = int(self.status[i])
         if old == status:
@@ -130,10 +144,8 @@ class VectorStore:
         def mutate() -> None:
             self.last_validated[i] = t
             if self.params.lift_penalties_on_validation:
-                for entry in self.penalties:
-                    if entry["vector"] == i and entry["lifted_at"] is None:
-                        entry["lifted_at"] = t
-                        self.penalty[i] -= entry["applied"]
+                for entry in self.penalties.lift("lifted_at", {"vector": i}, t):
+                    self.penalty[i] -= entry["applied"]
         self._confidence_change(i, t, "validation", cause, mutate)
         if self.status[i] == Status.DORMANT and self.confidence_at(i, t) >= self.conf.dormant_threshold:
             self.set_status(i, Status.ACTIVE, t, "revived: confirmed")

@@ -40,11 +40,12 @@ def test_rows_well_formed(out, data):
         assert r.vectors == data.info["vectors"] == "synthetic"
         assert isinstance(r.value, float) and math.isfinite(r.value), r
         assert r.value >= 0, r
-        assert r.system in (ref.SYSTEM, ref.OURS), r
+        assert r.system in (ref.SYSTEM, ref.OURS, ref.OURS_RERANK), r
     keys = {(r.case, r.system) for r in out}
     assert keys == {("ingest", "smartvector_ref"), ("consolidation", "smartvector_ref"),
                     ("search_latency", "smartvector_ref"), ("search_batch", "smartvector_ref"),
-                    ("ingest", "smartvector"), ("search_latency", "smartvector"), ("search_batch", "smartvector")}
+                    ("ingest", "smartvector"), ("search_latency", "smartvector"), ("search_batch", "smartvector"),
+                    ("search_batch", ref.OURS_RERANK), ("quality", ref.OURS_RERANK)}
     for r in out:
         assert r.n_vectors == (CONS if r.case == "consolidation" else N), r
 
@@ -73,6 +74,15 @@ def test_same_queries_for_both_systems(out):
     assert counts[("search_latency", ref.SYSTEM)] == counts[("search_latency", ref.OURS)] == NQ
     notes = {r.system: r.note for r in out if (r.case, r.metric) == ("search_batch", "qps")}
     assert notes[ref.SYSTEM].startswith(f"{NQ} queries") and notes[ref.OURS].startswith(f"{NQ} queries")
+
+
+def test_certified_rerank_measured_on_the_same_queries_and_agrees(out):
+    """The re-ranking mode side by side (T6 takes the faster exact mode): same queries, same answers."""
+    secs = _find(out, "search_batch", ref.OURS_RERANK, "batch_s")
+    assert len(secs) == max(REPS, ref.SV_MIN_REPS) and all(r.value > 0 for r in secs)
+    assert all(r.note.startswith(f"{NQ} queries; certified re-rank C=") for r in secs)
+    (agree,) = _find(out, "quality", ref.OURS_RERANK, "top1_agreement")
+    assert agree.value == 1.0
 
 
 def test_store_counts_consistent(out, data):

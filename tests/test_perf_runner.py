@@ -66,6 +66,21 @@ def test_targets_verdicts_met_missed_and_not_measured():
     assert t["T4"]["verdict"] == "not measured" and np.isnan(t["T4"]["measured"])
 
 
+def test_t6_takes_the_faster_exact_mode_and_names_both():
+    runs = []
+    for system, qps in (("smartvector_ref", [50.0, 50.0]), ("smartvector", [3000.0, 3100.0]),
+                        ("smartvector_rerank_vs_ref", [6000.0, 6000.0])):
+        runs += rows("search_batch", system, 10_000, "synthetic", "qps", qps, "1/s")
+    t6 = {x["id"]: x for x in evaluate_targets(summary_rows(runs))}["T6"]
+    assert t6["measured"] == pytest.approx(120.0) and t6["verdict"] == "met"
+    assert "exhaustive 3050.0 q/s (61x)" in t6["detail"] and "certified re-rank 6000.0 q/s (120x)" in t6["detail"]
+    only = [r for r in runs if r.system != "smartvector_rerank_vs_ref"]
+    t6 = {x["id"]: x for x in evaluate_targets(summary_rows(only))}["T6"]
+    assert t6["measured"] == pytest.approx(61.0) and t6["verdict"] == "missed"
+    t6 = {x["id"]: x for x in evaluate_targets([])}["T6"]
+    assert t6["verdict"] == "not measured"
+
+
 def test_files_written_with_provenance(tmp_path):
     cfg = {"profile": "test", "seed": 0, "search": {}}
     write_results(tmp_path, cfg, fake_runs(), 1.0)

@@ -241,3 +241,43 @@ def test_metadata_bytes_accounts_columns_and_index(served, data):
     assert m["total"] == sum(m["arrays"].values()) + sum(m["edges"].values())
     assert m["ratio"] == pytest.approx(m["total"] / m["index"])
     assert m["arrays"]["corpus.created_at"] == n * 8
+
+
+# -- prior candidates: block bounds, widening, fallback ------------------------------------------------------------
+
+def test_block_bounds_cover_every_member_and_top_bounds_equal_the_full_ranking(data, served):
+    from smartvector_bench.retrievers.smartvector import _Blocks
+
+    cols = served._columns()
+    blocks = _Blocks.build(cols)
+    as_of = np.sort(np.asarray(data.queries.as_of))
+    for t_lo in as_of[:: max(1, len(as_of) // 6)]:
+        t_hi = t_lo + 7.0
+        full = served.key_bound(cols, t_lo, t_hi)
+        ub = served.block_bound(blocks, t_lo, t_hi)
+        for b, (start, size) in enumerate(zip(blocks.starts, blocks.sizes)):
+            assert ub[b] >= full[blocks.perm[start:start + size]].max()
+        for m in (5, 200, len(full) - 1):
+            rows_, vals = served.top_bounds(blocks, t_lo, t_hi, m)
+            want = np.sort(full)[::-1][: m + 1]
+            assert np.array_equal(vals, want) and np.array_equal(full[rows_], vals)
+            assert len(set(rows_.tolist())) == len(rows_)
+
+
+def test_widening_and_fallback_keep_the_exhaustive_answer(data, served):
+    """A prior list too short to certify: queries are widened in one step, or past the cap scored exhaustively."""
+    qv, as_of = data.query_vectors, data.queries.as_of
+    exhaustive = served.search(qv, as_of, K)
+    base = served.search_params
+    seen = {}
+    for cap in (0.5, 0.01):
+        served.search_params = replace(base, candidates=10, prior_candidates=10, max_prior_share=cap)
+        try:
+            run = served.search(qv, as_of, K)
+            seen[cap] = dict(served.last_search)
+        finally:
+            served.search_params = base
+        assert np.array_equal(run.top1, exhaustive.top1)
+        assert (run.ranked == exhaustive.ranked).all(axis=1).mean() >= 0.99
+    assert seen[0.5]["widened_queries"] > 0 and seen[0.5]["fallback_queries"] == 0
+    assert seen[0.01]["fallback_queries"] > 0

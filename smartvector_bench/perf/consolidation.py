@@ -41,10 +41,9 @@ def _peak_rss_mb() -> float:
 
 def detected_edges(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:
     """Dependency edges the agent detected (before transfer), as unordered pairs."""
-    ev = [e for e in res.store.events if e["kind"] == "dependency_detected"]
-    a = np.fromiter((e["vector"] for e in ev), dtype=np.int64, count=len(ev))
-    b = np.fromiter((e["cause"] for e in ev), dtype=np.int64, count=len(ev))
-    return a, b
+    ev = res.store.events
+    where = {"kind": "dependency_detected"}
+    return ev.column("vector", where).astype(np.int64), ev.column("cause", where).astype(np.int64)
 
 
 def contradiction_pairs(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:

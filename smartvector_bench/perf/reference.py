@@ -48,10 +48,12 @@ Rows (:class:`~.timing.Row`; nothing asserted here), ``n_vectors`` = N unless sa
   call), ``n_queries`` rows each; ``smartvector_ref`` also ``fingerprint_ms`` (the check left out);
 - ``search_batch`` / ``smartvector_ref`` and ``smartvector``: ``batch_s`` per repetition and ``qps``, all
   ``n_queries`` queries per call (our smartvector repeats at least ``SV_MIN_REPS`` times: milliseconds each);
-- ``ingest`` / ``smartvector``: ``seconds`` (its ``index()``: ingest + one consolidation run + FAISS flat).
+- ``ingest`` / ``smartvector``: ``seconds`` (its ``index()``: ingest + one consolidation run + FAISS flat);
+- ``search_batch`` / ``smartvector_rerank_vs_ref``: the same index searched in the certified re-ranking mode
+  (``candidates`` C), and ``quality`` / ``top1_agreement`` with the exhaustive default on these queries.
 
-The throughput ratio (target T6, >= 100x at 10K) is smartvector qps / smartvector_ref qps within one run
-(:mod:`.targets`).
+The throughput ratio (target T6, >= 100x at 10K) is our faster exact mode's qps / smartvector_ref qps within
+one run (:mod:`.targets`; both modes are reported).
 
 Sizes. ``python -m smartvector_bench.perf.reference -n 500 1000 2000 5000 10000 --queries 100 --reps 3`` (this
 module on ``scale_dataset(n, n_queries=100)``, synthetic vectors; 2 cores shared with other jobs, load ~4, so
@@ -103,6 +105,7 @@ from .timing import Row, per_query_latency, repeat, rows
 K = 10
 SYSTEM = "smartvector_ref"
 OURS = "smartvector"
+OURS_RERANK = "smartvector_rerank_vs_ref"  # its own name: the search case has smartvector_rerank at 10K too
 # `make bench` runs the reference at 10,000 chunks, the issue's target size (bench_reference with 100 queries,
 # reps 3: 46-74 s in all, of which our smartvector's index() 21-35 s and the 1,000-chunk full consolidation 4-14 s),
 # and `make bench-quick` at 500 (20 queries, reps 1: 5.9 s); conf/bench_profile/{full,quick}.yaml.
@@ -235,7 +238,7 @@ def full_consolidation(corpus: Corpus, serve_time: float, m: int) -> dict:
     return {"seconds": acc["seconds"], "ingested": r.n_ingested, **passes}
 
 
-def bench_reference(data: ScaleData, n_queries: int, reps: int, *,
+def bench_reference(data: ScaleData, n_queries: int, reps: int, *, candidates: int = 20,
                     consolidation_max: int = CONSOLIDATION_MAX) -> list[Row]:
     """smartvector_ref and our smartvector on the same first ``n_queries`` queries of ``data`` (see the module
     docstring for every row). ``consolidation_max`` <= 0 skips the full-consolidation measurement."""
@@ -287,6 +290,19 @@ def bench_reference(data: ScaleData, n_queries: int, reps: int, *,
     out += rows("search_batch", OURS, n, mode, "qps", [nq / s for s in batch], "1/s", f"{nq} queries; {sv_note}")
     lat = per_query_latency(lambda s: sv.search(qv[s], as_of[s], K), nq)
     out += rows("search_latency", OURS, n, mode, "query_ms", lat * 1e3, "ms", sv_note)
+    # the certified re-ranking mode (exact up to float32 rounding) on the same queries, same index
+    exact = sv.search(qv, as_of, K)
+    base = sv.search_params
+    sv.search_params = replace(base, candidates=int(candidates))
+    rr_note = f"certified re-rank C={candidates} (default otherwise); same queries"
+    batch = repeat(lambda: sv.search(qv, as_of, K), max(reps, SV_MIN_REPS))
+    out += rows("search_batch", OURS_RERANK, n, mode, "batch_s", batch, "s", f"{nq} queries; {rr_note}")
+    out += rows("search_batch", OURS_RERANK, n, mode, "qps", [nq / s for s in batch], "1/s",
+                f"{nq} queries; {rr_note}")
+    same = sv.search(qv, as_of, K).top1 == exact.top1
+    out += rows("quality", OURS_RERANK, n, mode, "top1_agreement", float(same.mean()), "share",
+                "with the exhaustive default on these queries")
+    sv.search_params = base
 
     # -- one full package consolidation run (all pairs), on at most consolidation_max chunks --------------------
     m = min(n, int(consolidation_max))

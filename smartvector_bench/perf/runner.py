@@ -92,7 +92,8 @@ def run_profile(cfg: dict, progress=_log, datasets: list | None = None) -> list[
         "ripple": lambda d, c, n: bench_ripple(d, n_origins=int(c["n_origins"]), seed=seed),
         "lvl": lambda d, c, n: bench_livevectorlake(d, reps=int(c["reps"]), n_latency=int(c["n_latency"])),
         "kg": lambda d, c, n: bench_kg(d, reps=int(c["reps"]), n_latency=int(c["n_latency"])),
-        "reference": lambda d, c, n: bench_reference(d, n_queries=int(c["n_queries"]), reps=int(c["reps"])),
+        "reference": lambda d, c, n: bench_reference(d, n_queries=int(c["n_queries"]), reps=int(c["reps"]),
+                                                     candidates=int(cfg["search"]["candidates"])),
     }
     for key, case in cases.items():
         section = cfg.get(key) or {}

@@ -16,7 +16,6 @@ recompute the live confidence of every vector at a query's as_of (per query). No
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import replace
 
@@ -152,21 +151,13 @@ def _memory(sv: SmartVector, n: int, mode: str) -> list[Row]:
             + rows("memory", "smartvector", n, mode, "lifecycle_bytes_per_vector", lifecycle / n, "B",
                    "SmartVector's own state only: store columns, relational signal, found edges")
             + rows("memory", "smartvector", n, mode, "event_log_bytes_per_vector", event_log_bytes(sv.store) / n,
-                   "B", "audit log and penalty ledger: Python dicts, estimated from a sample (not on a query path)"))
+                   "B", "audit log and penalty ledger (columnar batches + single-record dicts; not on a query path)"))
 
 
-def event_log_bytes(store, sample: int = 2000, seed: int = 0) -> float:
-    """Estimated memory of the store's event log and penalty ledger (lists of dicts): shallow dict sizes plus
-    their values' sizes (keys are shared, interned strings), averaged over a seeded sample, times the count."""
-    total = 0.0
-    rng = np.random.default_rng(seed)
-    for log in (store.events, store.penalties):
-        if not log:
-            continue
-        pick = rng.choice(len(log), size=min(sample, len(log)), replace=False)
-        per = np.mean([sys.getsizeof(log[i]) + sum(sys.getsizeof(v) for v in log[i].values()) for i in pick])
-        total += len(log) * (per + 8)  # + the list's pointer
-    return total
+def event_log_bytes(store) -> float:
+    """Memory of the store's event log and penalty ledger (``ColumnLog.nbytes``: columnar batches' arrays, plus
+    the single records kept as dicts, their values and list pointers)."""
+    return float(store.events.nbytes() + store.penalties.nbytes())
 
 
 def _agreement(system: str, run, reference, n: int, mode: str, note: str) -> list[Row]:

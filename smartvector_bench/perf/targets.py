@@ -86,10 +86,15 @@ def evaluate_targets(summary: list[dict]) -> list[dict]:
                                 for r in missed) or "missed pairs not measured"))
     ref_n = _near(s.sizes("search_batch", "smartvector_ref", "qps"), 10_000)
     ref_q = s.value("search_batch", "smartvector_ref", "qps", ref_n)
-    ours = max([float(r["median"]) for r in s.find("search_batch", "smartvector", "qps", ref_n)] or [np.nan])
-    out.append(_entry("T6", "query throughput / smartvector-rag 0.1.1 (same queries, same run)", ref_n,
-                      ours / ref_q if ref_q else None, "x", ">=", 100.0,
-                      f"smartvector {ours:.1f} q/s vs smartvector_ref {ref_q or float('nan'):.2f} q/s"))
+    modes = {name: s.value("search_batch", system, "qps", ref_n) for name, system in
+             (("exhaustive", "smartvector"), ("certified re-rank", "smartvector_rerank_vs_ref"))}
+    modes = {k: v for k, v in modes.items() if v is not None}
+    best = max(modes, key=modes.get) if modes else None
+    ours = modes[best] if best else None
+    out.append(_entry("T6", "query throughput / smartvector-rag 0.1.1 (same queries, same run, exact modes)",
+                      ref_n, ours / ref_q if ref_q and ours else None, "x", ">=", 100.0,
+                      "; ".join(f"smartvector {k} {v:.1f} q/s ({v / ref_q:.0f}x)" for k, v in modes.items())
+                      + f" vs smartvector_ref {ref_q or float('nan'):.2f} q/s" if ref_q else "smartvector_ref not run"))
     agree = [(int(r["n_vectors"]), float(r["median"])) for r in s.find("quality", "smartvector_rerank",
                                                                      "top1_agreement")]
     worst = min(agree, key=lambda x: x[1]) if agree else (None, None)

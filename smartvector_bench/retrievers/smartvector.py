@@ -34,15 +34,20 @@ with the same tie rule. Cosine alone is a poor candidate generator for this scor
 the queries). So candidates also come from the other side: queries are grouped by as_of (groups at most
 ``group_days`` wide), and per group an upper bound ``B_j`` of each vector's query-independent part of the
 rank key over the group's span is computed from the columns (T and C only decay with time, exclusions and
-dormancy only start); the ``prior_candidates`` vectors with the highest bound (null: ``max(C, prior_share *
-N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by one BLAS product per
-group. A vector outside both lists has cosine <= the C-th candidate's and bound <= the (P+1)-th bound, so its
-key is at most ``w_s * clip(cos_C) / W + B_(P+1)``. With ``certify: true`` (default) a query whose k-th key
-is not above that limit gets a prior list 4x longer (up to ``max_prior_share * N``), and if that still does
-not separate it, exhaustive scoring (``fallback_queries``). With a flat index the re-ranked run is therefore
-the exhaustive one, up to float32 rounding of the prior candidates' cosines (~1e-7; tests check equal top-k on
-the scale data). HNSW gives no cosine bound: no certification, approximate. ``last_search`` reports groups,
-widened and fallback queries and vectors scored per query.
+dormancy only start); the ``prior_candidates`` vectors with the highest bound (null:
+``max(C, prior_share * N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by one BLAS product per group. The bound is not
+computed for every vector: vectors are kept in blocks of ``BLOCK`` rows of the decay-start order, each block
+bounded from its columns' extremes, and only the blocks that can hold the top bounds are evaluated (about 5%
+of N on the scale data). Per query, the cosine candidates and the prior candidates with the best
+``w_s clip(cos) / W + B`` are scored a few dozen at a time (4x more while an unscored one could still enter
+the top k). A vector outside both lists has cosine <= the C-th candidate's and bound <= the (P+1)-th bound,
+so its key is at most ``w_s * clip(cos_C) / W + B_(P+1)``. With ``certify: true`` (default) a query whose k-th
+key is not above that limit gets, in one step, every vector whose bound reaches ``k-th key - w_s clip(cos_C) /
+W`` as a prior candidate (so the retry certifies), unless that is more than ``max_prior_share * N``: then it is
+scored exhaustively (``fallback_queries``). With a flat index the re-ranked run is therefore the exhaustive
+one, up to float32 rounding of the prior candidates' cosines (~1e-7; tests check equal top-k on the scale
+data). HNSW gives no cosine bound: no certification, approximate. ``last_search`` reports groups, widened and
+fallback queries and vectors scored per query.
 
 ``metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns read by the
 signals, cached relational signal, edges) against the FAISS index's bytes.
@@ -142,6 +147,56 @@ class _Columns:
     succ_from: np.ndarray  # valid_from of the successor (inf: none)
     archived_at: np.ndarray
     ingested_at: np.ndarray
+
+
+BLOCK = 1024  # vectors per block of the prior-candidate search (block bounds prune the bound computation)
+
+
+def _conf_bound(base, decay_from, fb_pos, fb_neg, access, t_lo: float, cp: ConfidenceParams):
+    """C at t_lo from the given columns (monotone in base, decay start, fb_pos and access, antitone in fb_neg)."""
+    conf = np.maximum(cp.min_confidence, base * np.exp2(-np.maximum(t_lo - decay_from, 0.0) / cp.half_life_days))
+    return np.minimum(1.0, np.clip(conf + fb_pos - fb_neg, cp.min_confidence, 1.0) + access)
+
+
+@dataclass
+class _Blocks:
+    """The vectors in blocks of ``BLOCK`` consecutive rows of the decay-start order (recent ones together), with
+    each block's extremes of the columns ``key_bound`` reads (built once per search, O(N))."""
+
+    perm: np.ndarray
+    starts: np.ndarray
+    sizes: np.ndarray
+    created_max: np.ndarray
+    decay_from_max: np.ndarray
+    base_max: np.ndarray
+    fb_pos_max: np.ndarray
+    fb_neg_min: np.ndarray
+    access_max: np.ndarray
+    rel_max: np.ndarray
+    arrives_min: np.ndarray  # min over the block of max(created, ingested_at)
+    cols: _Columns  # the columns in block order (a block's rows are contiguous: cache-friendly gathers)
+
+    @classmethod
+    def build(cls, cols: _Columns) -> "_Blocks":
+        n = len(cols.created)
+        perm = np.argsort(cols.decay_from, kind="stable")
+        starts = np.arange(0, n, BLOCK)
+        sizes = np.diff(np.append(starts, n))
+        by_block = _Columns(**{f: getattr(cols, f)[perm] for f in _Columns.__dataclass_fields__})
+
+        def red(ufunc, a):
+            return ufunc.reduceat(a, starts) if n else np.zeros(0)
+
+        c = by_block
+        return cls(perm, starts, sizes, red(np.maximum, c.created), red(np.maximum, c.decay_from),
+                   red(np.maximum, c.base), red(np.maximum, c.fb_pos), red(np.minimum, c.fb_neg),
+                   red(np.maximum, c.access), red(np.maximum, c.rel),
+                   red(np.minimum, np.maximum(c.created, c.ingested_at)), by_block)
+
+    def positions_of(self, blocks: np.ndarray) -> np.ndarray:
+        """Positions (in block order) of the given blocks' vectors, block by block."""
+        lens = self.sizes[blocks]
+        return np.repeat(self.starts[blocks] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
 
 
 @register("smartvector")
@@ -313,31 +368,73 @@ class SmartVector:
         key[excluded] = -np.inf
         return score, key, (conf if need_confidence else None)
 
-    def key_bound(self, cols: _Columns, t_lo: float, t_hi: float) -> np.ndarray:
+    def key_bound(self, cols: _Columns, t_lo: float, t_hi: float, idx: np.ndarray | None = None) -> np.ndarray:
         """(N,) upper bound of each vector's rank key minus its semantic part (w_s clip(cos) / W), over
         every as_of in [t_lo, t_hi]: T and C only decay as t grows (T is expired_score outside the window),
         dormancy, deprecation and archiving only start, and a vector is excluded for the whole span only if
-        it is excluded at its start (or, for not-yet-created, at its end). -inf: excluded all along."""
+        it is excluded at its start (or, for not-yet-created, at its end). -inf: excluded all along.
+        ``idx``: only these vectors (in that order)."""
+        g = (lambda a: a) if idx is None else (lambda a: a[idx])
         w, tp, cp = self.weights, self.temporal, self.conf_params
-        in_window = (cols.valid_from <= t_hi) & (cols.valid_to > t_lo)
-        temporal = np.exp2(-np.maximum(t_lo - cols.created, 0.0) / tp.half_life_days)
+        in_window = (g(cols.valid_from) <= t_hi) & (g(cols.valid_to) > t_lo)
+        temporal = np.exp2(-np.maximum(t_lo - g(cols.created), 0.0) / tp.half_life_days)
         temporal = np.where(in_window, np.maximum(temporal, tp.expired_score), tp.expired_score)
-        conf = np.maximum(cp.min_confidence,
-                          cols.base * np.exp2(-np.maximum(t_lo - cols.decay_from, 0.0) / cp.half_life_days))
-        conf = np.minimum(1.0, np.clip(conf + cols.fb_pos - cols.fb_neg, cp.min_confidence, 1.0) + cols.access)
-        bound = (w.temporal * temporal + w.confidence * conf + cols.rel) / w.total() + BOUND_EPS
+        conf = _conf_bound(g(cols.base), g(cols.decay_from), g(cols.fb_pos), g(cols.fb_neg), g(cols.access), t_lo,
+                           cp)
+        bound = (w.temporal * temporal + w.confidence * conf + g(cols.rel)) / w.total() + BOUND_EPS
         dormant = conf < cp.dormant_threshold  # dormant at t_lo: dormant for every later t
         if self.policy.dormant == "deprioritize":
             bound[dormant] -= 2.0
         excluded = dormant if self._excludes_dormant() else np.zeros(len(bound), dtype=bool)
         if "DEPRECATED" in self.exclude:
-            excluded |= t_lo >= cols.succ_from
+            excluded |= t_lo >= g(cols.succ_from)
         if "ARCHIVED" in self.exclude:
-            excluded |= t_lo >= cols.archived_at
+            excluded |= t_lo >= g(cols.archived_at)
         if self.policy.exclude_created_after_as_of:
-            excluded |= (t_hi < cols.created) | (t_hi < cols.ingested_at)
+            excluded |= (t_hi < g(cols.created)) | (t_hi < g(cols.ingested_at))
         bound[excluded] = -np.inf
         return bound
+
+    def block_bound(self, blocks: "_Blocks", t_lo: float, t_hi: float) -> np.ndarray:
+        """Per block of ``blocks``, an upper bound of ``key_bound`` over its vectors: the same monotone formula
+        on the block's extremes (latest creation and decay start, highest base, feedback, accesses and R);
+        status rules only lower a bound, so they are left out, except a block created entirely after t_hi."""
+        w, tp, cp = self.weights, self.temporal, self.conf_params
+        temporal = np.maximum(np.exp2(-np.maximum(t_lo - blocks.created_max, 0.0) / tp.half_life_days),
+                              tp.expired_score)
+        conf = _conf_bound(blocks.base_max, blocks.decay_from_max, blocks.fb_pos_max, blocks.fb_neg_min,
+                           blocks.access_max, t_lo, cp)
+        bound = (w.temporal * temporal + w.confidence * conf + blocks.rel_max) / w.total() + BOUND_EPS
+        if self.policy.exclude_created_after_as_of:
+            bound[blocks.arrives_min > t_hi] = -np.inf
+        return bound
+
+    def top_bounds(self, blocks: "_Blocks", t_lo: float, t_hi: float, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, bounds): the m + 1 vectors with the highest ``key_bound`` over [t_lo, t_hi], by descending
+        bound (ties: lower row first), computing the bound only on the blocks that can hold them: blocks are
+        taken by descending block bound until the next one's is no higher than the (m + 1)-th bound found.
+        Every vector left out has a bound no higher than the last one returned."""
+        n = len(blocks.perm)
+        m = min(m, n - 1)
+        ub = self.block_bound(blocks, t_lo, t_hi)
+        border = np.argsort(-ub, kind="stable")
+        cum = np.cumsum(blocks.sizes[border])
+        j = int(np.searchsorted(cum, m + 1)) + 1  # enough blocks for m + 1 vectors
+        done, pos, b = 0, np.zeros(0, dtype=np.int64), np.zeros(0)
+        while True:
+            new = blocks.positions_of(border[done:j])  # bounds are computed once per block
+            pos = np.concatenate([pos, new])
+            b = np.concatenate([b, self.key_bound(blocks.cols, t_lo, t_hi, new)])
+            done = j
+            tau = -np.partition(-b, m)[m] if len(b) > m else -np.inf
+            nxt = ub[border[j]] if j < len(border) else -np.inf
+            if not nxt > tau:
+                break
+            j = max(j + 1, min(2 * j, int(np.count_nonzero(ub > tau))))  # tau rises as blocks are added
+        idx = blocks.perm[pos]
+        top = np.argpartition(-b, m)[: m + 1] if len(b) > m + 1 else np.arange(len(b))
+        top = top[np.lexsort((idx[top], -b[top]))]
+        return idx[top], b[top]
 
     # -- search --------------------------------------------------------------------------------------------
     def exhaustive_batch(self) -> int:
@@ -409,6 +506,7 @@ class SmartVector:
         fallback: list[np.ndarray] = []
         stats = {"as_of_groups": 0, "scored_per_query": 0.0, "widened": 0}
         stored = self._index.stored() if use_bound else None
+        blocks = _Blocks.build(cols) if use_bound else None
         widest = max(p, min(n, int(sp.max_prior_share * n)))
         for grp in self._groups(as_of, use_bound):
             stats["as_of_groups"] += 1
@@ -417,29 +515,28 @@ class SmartVector:
                 self._score_candidates(cols, grp, ids, sem_c[grp], as_of, k, out, None)
                 stats["scored_per_query"] += ids.shape[1] * len(grp)
                 continue
-            bound = self.key_bound(cols, float(as_of[grp].min()), float(as_of[grp].max()))
-            order = None
+            t_lo, t_hi = float(as_of[grp].min()), float(as_of[grp].max())
+            found: list = [None, None]  # the highest bounds found so far: rows and values, descending
+
+            def top(m: int) -> tuple[np.ndarray, np.ndarray]:
+                if found[0] is None or len(found[0]) <= min(m, n - 1):
+                    found[:] = self.top_bounds(blocks, t_lo, t_hi, m)
+                return found[0], found[1]
+
             rows, p_g = grp, p
             while True:
                 if 0 < p_g < n:
-                    if order is None or len(order) <= p_g:
-                        top = np.argpartition(-bound, min(n - 1, widest))[: min(n, widest + 1)]
-                        order = top[np.argsort(-bound[top], kind="stable")]
-                    prior, rest = np.sort(order[:p_g]), float(bound[order[p_g]])
+                    order, vals = top(p_g)
+                    srt = np.argsort(order[:p_g])
+                    prior, b_prior, rest = order[:p_g][srt], vals[:p_g][srt], float(vals[p_g])
                 elif p_g >= n:
                     prior, rest = np.arange(n), -np.inf
+                    b_prior = self.key_bound(cols, t_lo, t_hi)
                 else:
-                    prior, rest = np.zeros(0, dtype=np.int64), float(bound.max())
-                ids, sem = ids_c[rows], sem_c[rows]
-                if len(prior):
-                    # the prior candidates' cosines from the stored vectors (one BLAS product per group; equal
-                    # to FAISS's to float32 rounding, ~1e-7)
-                    cos = (qv[rows] @ stored[prior].T).astype(np.float64)
-                    ids = np.concatenate([ids, np.broadcast_to(prior, (len(rows), len(prior)))], axis=1)
-                    sem = np.concatenate([sem, cos], axis=1)
-                # every candidate's key is at most its upper bound: w_s clip(cos) / W + bound
-                upper = w.semantic * np.clip(sem, 0.0, 1.0) / w.total() + bound[np.where(ids >= 0, ids, 0)]
-                kth, scored = self._score_candidates(cols, rows, ids, sem, as_of, k, out, upper)
+                    prior, b_prior = np.zeros(0, dtype=np.int64), np.zeros(0)
+                    rest = float(self.block_bound(blocks, t_lo, t_hi).max(initial=-np.inf))
+                kth, scored = self._rank_with_prior(cols, rows, ids_c[rows], sem_c[rows], prior, b_prior, qv,
+                                                    stored, as_of, k, out)
                 stats["scored_per_query"] += scored
                 if not certify:
                     break
@@ -448,10 +545,23 @@ class SmartVector:
                 bad = ~(kth > limit) & np.isfinite(limit)
                 if not bad.any():
                     break
-                if p_g >= widest:  # the bound cannot separate these queries: score them exhaustively
-                    fallback.append(rows[bad])
+                rows, kth, cos_c = rows[bad], kth[bad], cos_c[bad]
+                # A vector outside the C-th cosine can only reach a row's k-th key if its bound is at least
+                # kth - w_s clip(cos_C) / W: every vector with such a bound becomes a prior candidate (one
+                # widening, sized by the bound order), so the retry certifies unless that is over the cap.
+                thr = kth - w.semantic * cos_c / w.total()
+                order, vals = top(widest)
+                desc = -vals
+                # a row with fewer than k scorable candidates has no k-th key yet: 4x the list
+                needed = np.where(np.isfinite(thr), np.searchsorted(desc, -thr, side="right"),
+                                  min(widest, 4 * max(p_g, 1)) if p_g < widest else widest + 1)
+                over = needed >= min(len(order), widest + 1) if widest < n else np.zeros(len(rows), dtype=bool)
+                if over.any():  # the bound cannot separate these queries: score them exhaustively
+                    fallback.append(rows[over])
+                    rows, needed = rows[~over], needed[~over]
+                if not len(rows):
                     break
-                rows, p_g = rows[bad], min(widest, 4 * max(p_g, 1))  # widen the prior list and retry
+                p_g = int(min(n, max(p_g + 1, needed.max())))
                 stats["widened"] += len(rows)
         fb = np.sort(np.concatenate(fallback)) if fallback else np.zeros(0, dtype=np.int64)
         if len(fb):
@@ -461,6 +571,59 @@ class SmartVector:
                             "as_of_groups": stats["as_of_groups"], "widened_queries": stats["widened"],
                             "fallback_queries": int(len(fb)),
                             "scored_per_query": stats["scored_per_query"] / max(q, 1), "faiss_seconds": faiss_s}
+
+    def _rank_with_prior(self, cols: _Columns, rows: np.ndarray, ids: np.ndarray, sem: np.ndarray,
+                         prior: np.ndarray, b_prior: np.ndarray, qv: np.ndarray, stored: np.ndarray | None,
+                         as_of: np.ndarray, k: int, out: tuple) -> tuple[np.ndarray, int]:
+        """Exact four-signal top-k of query ``rows`` among their cosine candidates (``ids``, ``sem``: (R, C))
+        and the group's ``prior`` vectors (row indices, bounds ``b_prior``), written to ``out``; returns the
+        k-th keys and the number of entries scored.
+
+        A prior vector's key is at most ``w_s clip(cos) / W + bound``. The cosine candidates and the ``width``
+        prior vectors with the best such upper bound (a few times k) are scored; a row where an unscored prior
+        vector's upper bound still reaches the k-th key found is scored again with 4x the width, until none
+        does. No (R, C + P) id array is built."""
+        need_conf = self.policy.reported_confidence == "live_confidence"
+        valid = dedupe_rows(ids)
+        scored = ids.size
+        if not len(prior):
+            return self._rank_into(cols, rows, ids, sem, valid, as_of, k, out, need_conf), scored
+        w = self.weights
+        # the prior candidates' cosines from the stored vectors (one BLAS product per group; equal to FAISS's
+        # to float32 rounding, ~1e-7)
+        cos = qv[rows] @ stored[prior].T
+        upper = np.clip(cos, 0.0, 1.0).astype(np.float64)
+        upper *= w.semantic / w.total()
+        upper += b_prior
+        # a prior vector that is already a cosine candidate of the row is scored there
+        srt = np.argsort(prior)
+        pos = srt[np.minimum(np.searchsorted(prior[srt], ids), len(prior) - 1)]
+        r_hit, c_hit = np.nonzero((prior[pos] == ids) & valid)
+        upper[r_hit, pos[r_hit, c_hit]] = -np.inf
+        kth = np.full(len(rows), -np.inf)
+        left = np.arange(len(rows))
+        width = max(4 * k, 64)
+        ids_v = np.where(valid, ids, -1)
+        while len(left):
+            up = upper[left]
+            if width >= len(prior):
+                sel = np.broadcast_to(np.arange(len(prior)), (len(left), len(prior)))
+            else:
+                sel = np.argpartition(-up, width - 1, axis=1)[:, :width]
+            both = np.concatenate([ids_v[left], prior[sel]], axis=1)
+            sem2 = np.concatenate([sem[left], np.take_along_axis(cos[left], sel, axis=1).astype(np.float64)],
+                                  axis=1)
+            # -inf upper bounds (excluded, or a cosine candidate already) need no scoring
+            ok = np.concatenate([valid[left], np.take_along_axis(up, sel, axis=1) > -np.inf], axis=1)
+            kth[left] = self._rank_into(cols, rows[left], both, sem2, ok, as_of, k, out, need_conf)
+            scored += both.size
+            if width >= len(prior):
+                break
+            up = up.copy()
+            np.put_along_axis(up, sel, -np.inf, axis=1)
+            left = left[(up >= kth[left, None]).any(axis=1)]  # an unscored prior vector could still enter
+            width *= 4
+        return kth, scored
 
     def _score_candidates(self, cols: _Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray,
                           as_of: np.ndarray, k: int, out: tuple, upper: np.ndarray | None) -> tuple[np.ndarray, int]:
