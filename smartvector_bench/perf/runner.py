@@ -52,6 +52,17 @@ def fingerprint(data) -> str:
     return h.hexdigest()
 
 
+def _consolidation_ks(c: dict, n: int) -> list[int]:
+    """The candidate counts run at size n: ``k``, plus ``recall_k`` at the all-pairs size (where the pairs the
+    candidates miss are measured; the all-pairs run is shared)."""
+    from .consolidation import DEFAULT_K
+
+    ks = [int(c.get("k") or DEFAULT_K)]
+    if n == int(c["all_pairs_size"]):
+        ks += [int(k) for k in c.get("recall_k") or [] if int(k) not in ks]
+    return ks
+
+
 def run_profile(cfg: dict, progress=_log, datasets: list | None = None) -> list[Row]:
     """Every case of the profile, in order; returns all rows (nothing written). ``datasets`` (if given)
     receives each scale dataset's info and fingerprint, for the provenance."""
@@ -80,15 +91,15 @@ def run_profile(cfg: dict, progress=_log, datasets: list | None = None) -> list[
                               hnsw_enabled=int(n) <= int(s["hnsw_max_size"]), progress=progress)
             del data
 
-    from .consolidation import DEFAULT_K, bench_consolidation
+    from .consolidation import bench_consolidation
     from .peers import bench_kg, bench_livevectorlake
     from .reference import bench_reference
     from .ripple import bench_ripple
 
     # The other cases: (profile section, what it runs on one dataset of each of its sizes).
     cases = {
-        "consolidation": lambda d, c, n: bench_consolidation(d, reps=int(c["reps"]), k=int(c.get("k") or DEFAULT_K),
-                                                             all_pairs=n == int(c["all_pairs_size"])),
+        "consolidation": lambda d, c, n: [row for k in _consolidation_ks(c, n) for row in bench_consolidation(
+            d, reps=int(c["reps"]), k=k, all_pairs=n == int(c["all_pairs_size"]))],
         "ripple": lambda d, c, n: bench_ripple(d, n_origins=int(c["n_origins"]), seed=seed),
         "lvl": lambda d, c, n: bench_livevectorlake(d, reps=int(c["reps"]), n_latency=int(c["n_latency"])),
         "kg": lambda d, c, n: bench_kg(d, reps=int(c["reps"]), n_latency=int(c["n_latency"])),
