@@ -512,7 +512,8 @@ class SmartVector:
             stats["as_of_groups"] += 1
             if not use_bound:  # cosine candidates only: score them all
                 ids = ids_c[grp]
-                self._score_candidates(cols, grp, ids, sem_c[grp], as_of, k, out, None)
+                self._rank_with_prior(cols, grp, ids, sem_c[grp], np.zeros(0, dtype=np.int64), np.zeros(0), qv,
+                                      None, as_of, k, out)
                 stats["scored_per_query"] += ids.shape[1] * len(grp)
                 continue
             t_lo, t_hi = float(as_of[grp].min()), float(as_of[grp].max())
@@ -622,39 +623,6 @@ class SmartVector:
             up = up.copy()
             np.put_along_axis(up, sel, -np.inf, axis=1)
             left = left[(up >= kth[left, None]).any(axis=1)]  # an unscored prior vector could still enter
-            width *= 4
-        return kth, scored
-
-    def _score_candidates(self, cols: _Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray,
-                          as_of: np.ndarray, k: int, out: tuple, upper: np.ndarray | None) -> tuple[np.ndarray, int]:
-        """Exact four-signal top-k among the (G, M) candidates ``ids`` (-1 and repeats ignored) of query rows
-        ``grp``, written to ``out``. With ``upper`` (an upper bound of each candidate's key) only candidates that
-        can reach the top k are scored: the ``width`` best bounds first (a few times k); a row where an unscored
-        candidate's bound still reaches the k-th key found is redone with 4x the width, until none does.
-        Returns each row's k-th key (-inf if fewer than k) and the number of entries scored."""
-        need_conf = self.policy.reported_confidence == "live_confidence"
-        g, m = ids.shape
-        valid = dedupe_rows(ids)
-        if upper is None:
-            return self._rank_into(cols, grp, ids, sem, valid, as_of, k, out, need_conf), g * m
-        upper = np.where(valid, upper, -np.inf)
-        kth = np.full(g, -np.inf)
-        rows = np.arange(g)
-        width = max(4 * k, 64)
-        scored = 0
-        while len(rows):
-            if width >= m:  # the whole row
-                kth[rows] = self._rank_into(cols, grp[rows], ids[rows], sem[rows], valid[rows], as_of, k, out,
-                                            need_conf)
-                return kth, scored + len(rows) * m
-            up = upper[rows]
-            sel = np.argpartition(-up, width - 1, axis=1)[:, :width]
-            sel.sort(axis=1)
-            ids_s, sem_s, valid_s = (np.take_along_axis(a[rows], sel, axis=1) for a in (ids, sem, valid))
-            kth[rows] = self._rank_into(cols, grp[rows], ids_s, sem_s, valid_s, as_of, k, out, need_conf)
-            scored += len(rows) * width
-            np.put_along_axis(up, sel, -np.inf, axis=1)
-            rows = rows[(up >= kth[rows, None]).any(axis=1)]  # an unscored candidate could still enter
             width *= 4
         return kth, scored
 
