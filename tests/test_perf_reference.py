@@ -8,8 +8,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-pytest.importorskip("smartvector")
-
 from smartvector_bench.embedding import HashingEmbedder
 from smartvector_bench.perf import reference as ref
 from smartvector_bench.scale import scale_dataset

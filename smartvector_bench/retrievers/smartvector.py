@@ -35,8 +35,8 @@ the queries). So candidates also come from the other side: queries are grouped b
 ``group_days`` wide), and per group an upper bound ``B_j`` of each vector's query-independent part of the
 rank key over the group's span is computed from the columns (T and C only decay with time, exclusions and
 dormancy only start); the ``prior_candidates`` vectors with the highest bound (null:
-``max(C, prior_share * N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by one BLAS product per group. The bound is not
-computed for every vector: vectors are kept in blocks of ``BLOCK`` rows of the decay-start order, each block
+``max(C, prior_share * N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by
+one BLAS product per group. The bound is not computed for every vector: vectors are kept in blocks of ``BLOCK`` rows of the decay-start order, each block
 bounded from its columns' extremes, and only the blocks that can hold the top bounds are evaluated (about 5%
 of N on the scale data). Per query, the cosine candidates and the prior candidates with the best
 ``w_s clip(cos) / W + B`` are scored a few dozen at a time (4x more while an unscored one could still enter
@@ -577,8 +577,8 @@ class SmartVector:
                          prior: np.ndarray, b_prior: np.ndarray, qv: np.ndarray, stored: np.ndarray | None,
                          as_of: np.ndarray, k: int, out: tuple) -> tuple[np.ndarray, int]:
         """Exact four-signal top-k of query ``rows`` among their cosine candidates (``ids``, ``sem``: (R, C))
-        and the group's ``prior`` vectors (row indices, bounds ``b_prior``), written to ``out``; returns the
-        k-th keys and the number of entries scored.
+        and the group's ``prior`` vectors (ascending row indices, bounds ``b_prior``), written to ``out``;
+        returns the k-th keys and the number of entries scored.
 
         A prior vector's key is at most ``w_s clip(cos) / W + bound``. The cosine candidates and the ``width``
         prior vectors with the best such upper bound (a few times k) are scored; a row where an unscored prior
@@ -597,8 +597,7 @@ class SmartVector:
         upper *= w.semantic / w.total()
         upper += b_prior
         # a prior vector that is already a cosine candidate of the row is scored there
-        srt = np.argsort(prior)
-        pos = srt[np.minimum(np.searchsorted(prior[srt], ids), len(prior) - 1)]
+        pos = np.minimum(np.searchsorted(prior, ids), len(prior) - 1)
         r_hit, c_hit = np.nonzero((prior[pos] == ids) & valid)
         upper[r_hit, pos[r_hit, c_hit]] = -np.inf
         kth = np.full(len(rows), -np.inf)
@@ -620,7 +619,6 @@ class SmartVector:
             scored += both.size
             if width >= len(prior):
                 break
-            up = up.copy()
             np.put_along_axis(up, sel, -np.inf, axis=1)
             left = left[(up >= kth[left, None]).any(axis=1)]  # an unscored prior vector could still enter
             width *= 4
