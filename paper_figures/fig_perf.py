@@ -19,10 +19,11 @@ except ImportError:
 NAME = "fig_perf"
 INPUT = Path("perf") / "summary.csv"
 COLUMNS = ("case", "system", "n_vectors", "vectors", "metric", "median", "p05", "p95", "p99")
-ORDER = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_rerank", "smartvector_rerank_hnsw",
-         "livevectorlake_current", "livevectorlake_asof", "kg_smartvector", "smartvector", "smartvector_ref")
-SAME_BATCH = ORDER[:5]  # the search case: one query batch for all of them (peers run their own query sets)
-PALETTE = ("#4c72b0", "#8fb0d8", "#c44e52", "#dd8452", "#f0b27a", "#55a868", "#8fcf9c", "#8172b3", "#937860",
+ORDER = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_exhaustive_numpy", "smartvector_rerank",
+         "smartvector_rerank_hnsw", "livevectorlake_current", "livevectorlake_asof", "kg_smartvector", "smartvector",
+         "smartvector_ref")
+SAME_BATCH = ORDER[:6]  # the search case: one query batch for all of them (peers run their own query sets)
+PALETTE = ("#4c72b0", "#8fb0d8", "#c44e52", "#e8a0a2", "#dd8452", "#f0b27a", "#55a868", "#8fcf9c", "#8172b3", "#937860",
            "#7f7f7f")
 
 

@@ -1,7 +1,8 @@
 """SmartVector's search modes at scale (retrievers/smartvector.py, "Search modes") and the index helpers they use.
 
-The exhaustive path is a fused rewrite of the unfused ``score()``: it must give the same run bit for bit. The
-re-ranking path must give the exhaustive answer wherever it certifies, and never return a vector that the
+The exhaustive path is a fused rewrite of the unfused ``score()``: with ``kernel: numpy`` it must give the same
+run bit for bit; the compiled kernel (``kernel: numba``, the default) the same ranking with scores within an ulp
+(its ``exp2`` is libm's, numpy's is its own SIMD routine), under every status policy. The re-ranking path must give the exhaustive answer wherever it certifies, and never return a vector that the
 status rules exclude. Scale data: ``scale_dataset(3000)`` (synthetic vectors, real MiniLM base vectors).
 """
 
@@ -106,10 +107,50 @@ def test_dedupe_rows_keeps_first_occurrence_and_drops_negative_ids():
 
 def test_exhaustive_equals_unfused_scoring(data, served):
     qv, as_of = data.query_vectors, data.queries.as_of
-    run = served.search(qv, as_of, K)
+    base = served.search_params
+    served.search_params = replace(base, kernel="numpy")
+    try:
+        run = served.search(qv, as_of, K)
+    finally:
+        served.search_params = base
     ranked, scores = unfused_run(served, qv, as_of, K)
     assert np.array_equal(run.ranked, ranked)
     assert np.array_equal(np.nan_to_num(run.scores, nan=-7.0), np.nan_to_num(scores, nan=-7.0))
+
+
+@pytest.mark.parametrize("dormant", ["deprioritize", "exclude", "include"])
+@pytest.mark.parametrize("reported", ["score", "live_confidence"])
+def test_compiled_kernel_ranks_as_the_unfused_scoring(data, served, dormant, reported):
+    qv, as_of = data.query_vectors, data.queries.as_of
+    base, policy = served.search_params, served.policy
+    served.policy = replace(policy, dormant=dormant, reported_confidence=reported)
+    try:
+        assert served.search_params.kernel == "numba"
+        run = served.search(qv, as_of, K)
+        served.search_params = replace(base, kernel="numpy")
+        ref = served.search(qv, as_of, K)
+    finally:
+        served.search_params, served.policy = base, policy
+    ranked, scores = unfused_run(served, qv, as_of, K) if (dormant, reported) == ("deprioritize", "score") else \
+        (ref.ranked, ref.scores)
+    assert np.array_equal(run.ranked, ranked) and np.array_equal(ref.ranked, ranked)
+    assert (run.ranked[:, 0] >= 0).mean() > 0.9  # the comparison is not over empty runs
+    assert np.array_equal(np.isnan(run.scores), np.isnan(scores))
+    assert np.nanmax(np.abs(run.scores - scores)) <= 1e-15
+    assert np.array_equal(np.isnan(run.confidence), np.isnan(ref.confidence))
+    assert np.nanmax(np.abs(run.confidence - ref.confidence)) <= 1e-15
+
+
+def test_compiled_kernel_drops_excluded_and_pads_short_runs(served, data):
+    """An as_of before every vector's creation leaves nothing to rank: -1 ids, NaN scores and confidence; a
+    query between gets only vectors that existed then."""
+    qv = data.query_vectors[:3]
+    early = float(data.corpus.created_at.min()) - 1.0
+    mid = float(np.median(data.corpus.created_at))
+    run = served.search(qv, np.array([early, mid, mid]), K)
+    assert (run.ranked[0] == -1).all() and np.isnan(run.scores[0]).all() and np.isnan(run.confidence[0])
+    got = run.ranked[1:][run.ranked[1:] >= 0]
+    assert len(got) and (data.corpus.created_at[got] <= mid).all()
 
 
 def test_exhaustive_memory_budget_splits_blocks_without_changing_results(data, served):

@@ -4,7 +4,8 @@ re-ranking candidates, on the same query batch in the same process.
 Systems (``system`` column):
 - ``faiss_flat``: ``IndexFlatIP`` top-k by cosine: the baseline every ratio is taken against;
 - ``faiss_hnsw``: ``IndexHNSWFlat`` top-k (approximate; ``recall_at_k`` against flat is reported);
-- ``smartvector_exhaustive``: every vector scored with the four signals at each query's as_of;
+- ``smartvector_exhaustive``: every vector scored with the four signals at each query's as_of (the compiled
+  kernel); ``smartvector_exhaustive_numpy``: the same with numpy arrays (up to 100K, for the same-run ratio);
 - ``smartvector_rerank``: FAISS flat top-C plus the per-as_of-group prior candidates, certified (queries the
   bound cannot certify are widened, then scored exhaustively) - exact up to float32 rounding of the cosine;
 - ``smartvector_rerank_hnsw``: the same with HNSW candidates (no certification: approximate).
@@ -28,6 +29,7 @@ from .systems import retriever_config
 from .timing import Row, per_query_latency, repeat, rows
 
 K = 10
+NUMPY_MAX_SIZE = 100_000  # the numpy exhaustive path is also timed up to here (80 s a batch at 1M)
 
 
 def vectors_mode(data: ScaleData) -> str:
@@ -99,6 +101,13 @@ def run_search(data: ScaleData, *, reps: int, n_latency: int, candidates: int, h
         batch("smartvector_exhaustive", lambda: sv.search(qv, as_of, K))
         latency("smartvector_exhaustive", lambda s: sv.search(qv[s], as_of[s], K))
         reference = sv.search(qv, as_of, K)
+        if n <= NUMPY_MAX_SIZE:  # the same scoring with numpy arrays instead of the compiled pass, same run
+            say(f"{n:,}: smartvector exhaustive, numpy kernel")
+            sv.search_params = replace(base, kernel="numpy")
+            batch("smartvector_exhaustive_numpy", lambda: sv.search(qv, as_of, K), "kernel=numpy")
+            out += _agreement("smartvector_exhaustive_numpy", sv.search(qv, as_of, K), reference, n, mode,
+                              "kernel=numpy")
+            sv.search_params = base
 
     say(f"{n:,}: smartvector rerank C={candidates}")
     sv.search_params = replace(base, candidates=int(candidates))

@@ -17,13 +17,15 @@ which lies in [0, 1]; ``live_confidence`` is the top hit's live confidence C.
 
 Search modes (``candidates``)
 -----------------------------
-``candidates: null`` (default, exhaustive): every vector is scored for every query. Queries go in blocks
-sized so the (Q, N) working arrays stay under ``memory_budget_mb`` (and at most ``query_batch``); the
-signals are fused in place (no per-signal (Q, N) temporaries beyond two scratch arrays) and the top k are
-selected with a partition before the tie rule sorts them. Every floating-point operation is the one the
-unfused formulas do, in the same order, so results are bit-identical to the unfused ``score()`` (the
-regression gate checks this on the main table). ``precision: float32`` halves the arrays but changes scores
-in the 7th digit and is not the default.
+``candidates: null`` (default, exhaustive): every vector is scored for every query. ``kernel: numba``
+(default): one compiled pass over blocks of BLAS cosines keeps a size-k heap per query and computes the
+signals only where a bound of the key can still enter it (``fused_kernel.py``); same top k, scores within an
+ulp of ``score()`` (libm's ``exp2`` against numpy's). ``kernel: numpy``: queries go in blocks sized so the
+(Q, N) working arrays stay under ``memory_budget_mb`` (and at most ``query_batch``); the signals are fused in
+place (no per-signal (Q, N) temporaries beyond two scratch arrays) and the top k are selected with a partition
+before the tie rule sorts them. Every floating-point operation is the one the unfused formulas do, in the same
+order, so its results are bit-identical to the unfused ``score()``. ``precision: float32`` (numpy kernel only)
+halves the arrays but changes scores in the 7th digit and is not the default.
 
 ``candidates: C`` (re-ranking): FAISS returns the top-C rows by cosine per query (``index: flat`` exact, or
 ``index: hnsw`` with ``hnsw_m`` / ``hnsw_ef_construction`` / ``hnsw_ef_search``), and the four signals and
@@ -76,6 +78,7 @@ from ..signals.relational import RelationalParams, relational_signal
 from ..signals.temporal import TemporalParams, temporal_signal
 from ..timeutil import format_iso, from_days
 from . import register
+from .fused_kernel import exhaustive_top_k
 
 EXCLUDABLE = ("DORMANT", "DEPRECATED", "ARCHIVED")
 BOUND_EPS = 1e-9  # slack on the certification bound (floating-point rounding of the bound's terms)
@@ -105,7 +108,8 @@ class SearchParams:
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 128
     memory_budget_mb: float = 256.0  # exhaustive: (Q, N) working arrays per query block stay under this
-    precision: str = choice("float64", "float32")  # exhaustive path's (Q, N) arrays
+    precision: str = choice("float64", "float32")  # exhaustive path's (Q, N) arrays (numpy kernel)
+    kernel: str = choice("numba", "numpy")  # exhaustive path: one compiled pass (fused_kernel) | numpy arrays
     POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
                                            "memory_budget_mb")
     OPTIONAL_INT: ClassVar[tuple[str, ...]] = ("candidates", "prior_candidates")
@@ -472,6 +476,17 @@ class SmartVector:
     def _exhaustive(self, cols: _Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                     rows: np.ndarray, out: tuple) -> None:
         sp = self.search_params
+        if sp.kernel == "numba" and sp.precision == "float64":
+            w, tp, cp, pol = self.weights, self.temporal, self.conf_params, self.policy
+            fp = np.array([tp.half_life_days, tp.expired_score, cp.half_life_days, cp.min_confidence,
+                           cp.dormant_threshold, w.semantic, w.temporal, w.confidence, w.total(),
+                           float(cols.rel.max(initial=0.0))])
+            flags = np.array([pol.dormant == "deprioritize", self._excludes_dormant(), "DEPRECATED" in self.exclude,
+                              "ARCHIVED" in self.exclude, pol.exclude_created_after_as_of])
+            ranked, fused, conf_top = exhaustive_top_k(self._index.stored(), query_vectors[rows], as_of[rows], cols,
+                                                       fp, flags, k)
+            self._emit(rows, ranked, fused, conf_top, out)
+            return
         dtype = np.float64 if sp.precision == "float64" else np.float32
         need_conf = self.policy.reported_confidence == "live_confidence"
         batch = self.exhaustive_batch()
