@@ -108,3 +108,15 @@ def test_cli_bad_input_names_the_key_and_writes_nothing(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "n_vectors=0" in p.stderr
     assert not out.exists()
+
+
+def test_t1_takes_the_faster_exact_mode_and_reports_hnsw_beside_it():
+    runs = _batch("faiss_flat", 1_000_000, [4.0, 4.0]) + _batch("smartvector_rerank", 1_000_000, [9.0, 9.0])
+    runs += _batch("smartvector_exhaustive", 1_000_000, [8.0, 8.0])
+    runs += _batch("smartvector_rerank_hnsw", 1_000_000, [2.4, 2.4])
+    runs += rows("quality", "smartvector_rerank_hnsw", 1_000_000, "synthetic", "top1_agreement", 0.999, "share")
+    t = {x["id"]: x for x in evaluate_targets(summary_rows(runs))}
+    assert t["T1"]["measured"] == pytest.approx(2.0) and t["T1"]["verdict"] == "missed"
+    assert "exhaustive 2.00x" in t["T1"]["detail"] and "certified re-rank 2.25x" in t["T1"]["detail"]
+    assert t["T1h"]["measured"] == pytest.approx(0.6) and t["T1h"]["verdict"] == "met"
+    assert "0.9990" in t["T1h"]["detail"]

@@ -60,11 +60,16 @@ def evaluate_targets(summary: list[dict]) -> list[dict]:
     out: list[dict] = []
     big = [n for n in s.sizes("search_batch", "smartvector_rerank", "batch_s") if n >= 100_000] or [100_000]
     for n in big:
-        ex = _ratio(s, "smartvector_exhaustive", n)
-        out.append(_entry("T1", "four-signal search time / FAISS flat (same queries, batch median)", n,
-                          _ratio(s, "smartvector_rerank", n), "x", "<=", 1.2,
-                          "re-ranking mode; exhaustive four-signal scoring: "
-                          + ("not run" if ex is None else f"{ex:.2f}x")))
+        exact = {name: r for name, r in (("certified re-rank", _ratio(s, "smartvector_rerank", n)),
+                                          ("exhaustive", _ratio(s, "smartvector_exhaustive", n))) if r is not None}
+        out.append(_entry("T1", "four-signal search time / FAISS flat (same queries, batch median, exact modes)", n,
+                          min(exact.values()) if exact else None, "x", "<=", 1.2,
+                          "; ".join(f"{k} {v:.2f}x" for k, v in exact.items())))
+    for n in big:  # the approximate mode, reported beside (not instead of) the exact ones
+        agree = s.value("quality", "smartvector_rerank_hnsw", "top1_agreement", n)
+        out.append(_entry("T1h", "the same, re-ranking HNSW candidates (approximate: not certified)", n,
+                          _ratio(s, "smartvector_rerank_hnsw", n), "x", "<=", 1.2,
+                          "top-1 agreement with exhaustive " + ("not measured" if agree is None else f"{agree:.4f}")))
     out.append(_entry("T2", "SmartVector metadata / vector index memory", 100_000,
                       s.value("memory", "smartvector", "metadata_share_of_index", 100_000), "share", "<=", 0.05,
                       "every per-vector column the score reads plus edges, against FAISS flat (N x 384 x 4 B)"))
