@@ -119,8 +119,8 @@ def run_profile(cfg: dict, progress=_log, datasets: list | None = None) -> list[
 
 def search_consolidation(s: dict, n: int) -> dict | None:
     """How the search case's smartvector consolidates before serving: all pairs (the default config) up to
-    ``all_pairs_max_size``, ANN candidate pairs up to ``consolidation_max_size``, none above (the agent's event
-    log is Python objects: millions of them at 1M would not fit; see README, Performance)."""
+    ``all_pairs_max_size``, ANN candidate pairs up to ``consolidation_max_size``, none above (at 1M it fits with the
+    columnar event log but takes ~500 s, most of it the candidate search; see README, Performance)."""
     if n > int(s["consolidation_max_size"]):
         return {"enabled": False}
     if n > int(s["all_pairs_max_size"]):
