@@ -84,3 +84,27 @@ def test_kernel_handles_more_queries_and_vectors_than_one_block():
     finally:
         fk.BLOCK_ENTRIES = old
     assert np.array_equal(ranked, brute(stored, qv, as_of, c, True, k)[0])
+
+
+def test_kernel_bound_holds_when_expired_score_exceeds_one():
+    """An unusual config (expired_score > 1: expired versions preferred) must not be pruned away by the
+    cheapest bound, which otherwise assumes T <= 1."""
+    rng = np.random.default_rng(5)
+    n, q, k = 2000, 30, 5
+    stored = rng.standard_normal((n, 16)).astype(np.float32)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    qv = stored[rng.integers(0, n, q)]
+    as_of = rng.uniform(0, 260, q)
+    c = columns(rng, n, n)
+    old = FP["expired"]
+    FP["expired"] = 3.0
+    try:
+        fp = np.array([FP["t_half"], FP["expired"], FP["c_half"], FP["cmin"], FP["dorm"], FP["ws"], FP["wt"],
+                       FP["wc"], FP["w"], c.rel.max()])
+        ranked, _, _ = exhaustive_top_k(stored, qv, as_of, c, fp, np.array([True, False, True, True, True]), k)
+        want = brute(stored, qv, as_of, c, True, k)[0]
+    finally:
+        FP["expired"] = old
+    expired_top = (as_of >= c.valid_to[np.maximum(want[:, 0], 0)]) & (want[:, 0] >= 0)
+    assert expired_top.any()  # the case occurs: an expired version is some query's answer
+    assert np.array_equal(ranked, want)

@@ -9,7 +9,7 @@ computes the signals only where an upper bound of the key can still enter it:
     T   = 2^(-max(t - created, 0) / H_T) inside [valid_from, valid_to), else expired_score
     C   = min(1, clip(max(c_min, C_0 2^(-max(t - decay_from, 0) / H_C)) + fb_pos - fb_neg, c_min, 1) + access)
 
-Bounds, cheapest first: T <= 1, C <= 1, R <= max R (one compare per entry); then T and C from
+Bounds, cheapest first: T <= max(1, expired_score), C <= 1, R <= max R (one compare per entry); then T and C from
 ``2^(-t/H) * 2^(created/H)`` (products of per-query and per-vector constants: no ``exp2`` per entry), with
 slack far above their rounding. Both only skip entries that cannot reach the current k-th key, so the top k
 is the exhaustive one. Each step is the floating-point operation of ``_fused`` in the same order; only
@@ -69,7 +69,7 @@ def scan_block(cos, j0, as_of, created, valid_from, valid_to, decay_from, base, 
     deprio, excl_dorm, excl_dep, excl_arch, excl_after = flags[0], flags[1], flags[2], flags[3], flags[4]
     nq, nb = cos.shape
     k = hk.shape[1]
-    glob = wt + wc + rel_max
+    glob = wt * max(1.0, expired) + wc + rel_max  # T <= max(1, expired_score), C <= 1 (weights >= 0)
     for q in prange(nq):
         t = as_of[q]
         a_t = np.exp2(-t / t_half) * (1.0 + 1e-12)
