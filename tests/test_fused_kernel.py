@@ -13,11 +13,17 @@ from smartvector_bench.run import rank_by_score
 FP = dict(t_half=30.0, expired=0.05, c_half=30.0, cmin=0.01, dorm=0.15, ws=0.35, wt=0.25, wc=0.25, w=1.0)
 
 
-def brute(stored, qv, as_of, c: _Columns, deprio: bool, k: int):
+def params(c: _Columns, expired: float = FP["expired"]) -> np.ndarray:
+    """The kernel's ``fp`` vector for FP (``expired``: T outside the validity window)."""
+    return np.array([FP["t_half"], expired, FP["c_half"], FP["cmin"], FP["dorm"], FP["ws"], FP["wt"], FP["wc"],
+                     FP["w"], c.rel.max()])
+
+
+def brute(stored, qv, as_of, c: _Columns, deprio: bool, k: int, expired: float = FP["expired"]):
     t = as_of[:, None]
     cos = np.clip((qv @ stored.T).astype(np.float64), 0.0, 1.0)
     temporal = np.exp2(-np.maximum(t - c.created, 0.0) / FP["t_half"])
-    temporal = np.where((t >= c.valid_to) | (t < c.valid_from), FP["expired"], temporal)
+    temporal = np.where((t >= c.valid_to) | (t < c.valid_from), expired, temporal)
     conf = np.maximum(FP["cmin"], c.base * np.exp2(-np.maximum(t - c.decay_from, 0.0) / FP["c_half"]))
     conf = np.minimum(1.0, np.clip(conf + c.fb_pos - c.fb_neg, FP["cmin"], 1.0) + c.access)
     score = (FP["ws"] * cos + FP["wt"] * temporal + FP["wc"] * conf + c.rel) / FP["w"]
@@ -53,10 +59,8 @@ def test_kernel_equals_brute_force(deprio, dup):
     qv /= np.linalg.norm(qv, axis=1, keepdims=True)
     as_of = rng.uniform(-10, 260, q)
     c = columns(rng, n, dup)
-    fp = np.array([FP["t_half"], FP["expired"], FP["c_half"], FP["cmin"], FP["dorm"], FP["ws"], FP["wt"], FP["wc"],
-                   FP["w"], c.rel.max()])
     flags = np.array([deprio, False, True, True, True])
-    ranked, fused, conf = exhaustive_top_k(stored, qv, as_of, c, fp, flags, k)
+    ranked, fused, conf = exhaustive_top_k(stored, qv, as_of, c, params(c), flags, k)
     want, want_score = brute(stored, qv, as_of, c, deprio, k)
     assert (want[:, 0] == -1).any() and (want[:, 0] >= 0).sum() > q // 2  # both cases occur
     assert np.array_equal(ranked, want)
@@ -74,13 +78,12 @@ def test_kernel_handles_more_queries_and_vectors_than_one_block():
     qv = stored[rng.integers(0, n, q)]
     as_of = rng.uniform(0, 260, q)
     c = columns(rng, n, n)
-    fp = np.array([30.0, 0.05, 30.0, 0.01, 0.15, 0.35, 0.25, 0.25, 1.0, c.rel.max()])
     flags = np.array([True, False, True, True, True])
     import smartvector_bench.retrievers.fused_kernel as fk
     old = fk.BLOCK_ENTRIES
     fk.BLOCK_ENTRIES = 1500 * 1024  # 1,024-vector blocks: three of them, the last one ragged
     try:
-        ranked, _, _ = exhaustive_top_k(stored, qv, as_of, c, fp, flags, k)
+        ranked, _, _ = exhaustive_top_k(stored, qv, as_of, c, params(c), flags, k)
     finally:
         fk.BLOCK_ENTRIES = old
     assert np.array_equal(ranked, brute(stored, qv, as_of, c, True, k)[0])
@@ -96,15 +99,9 @@ def test_kernel_bound_holds_when_expired_score_exceeds_one():
     qv = stored[rng.integers(0, n, q)]
     as_of = rng.uniform(0, 260, q)
     c = columns(rng, n, n)
-    old = FP["expired"]
-    FP["expired"] = 3.0
-    try:
-        fp = np.array([FP["t_half"], FP["expired"], FP["c_half"], FP["cmin"], FP["dorm"], FP["ws"], FP["wt"],
-                       FP["wc"], FP["w"], c.rel.max()])
-        ranked, _, _ = exhaustive_top_k(stored, qv, as_of, c, fp, np.array([True, False, True, True, True]), k)
-        want = brute(stored, qv, as_of, c, True, k)[0]
-    finally:
-        FP["expired"] = old
+    flags = np.array([True, False, True, True, True])
+    ranked, _, _ = exhaustive_top_k(stored, qv, as_of, c, params(c, expired=3.0), flags, k)
+    want = brute(stored, qv, as_of, c, True, k, expired=3.0)[0]
     expired_top = (as_of >= c.valid_to[np.maximum(want[:, 0], 0)]) & (want[:, 0] >= 0)
     assert expired_top.any()  # the case occurs: an expired version is some query's answer
     assert np.array_equal(ranked, want)
