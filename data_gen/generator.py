@@ -1,12 +1,26 @@
-"""The seeded versioned-policy generator.
+"""The seeded versioned-policy generator (benchmark v2).
 
-For each policy family drawn from the catalog: a policy document with several versions (each a new
-effective date and a new value of the family's fact), optionally a runbook whose configuration step
-depends on the policy fact, and low-authority chatter (slack, email, meeting notes), a share of which
-contradicts the fact with a wrong value (contradiction injection). Then queries with one gold chunk each.
+A *family* is one (topic, scope) pair of the catalog (``data_gen.catalog``): one fact, say the annual
+leave allowance of warehouse staff, whose value changes over time. For each family drawn:
 
-Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, family)``), so changing one
-knob (say the contradiction rate) leaves every other draw (dates, values, wording) as it was.
+- a **policy document** with several versions (each a new effective date and value), its four sections
+  (scope, fact, procedure, contacts) in an order of the family's own, every section carrying numbers;
+- for ``runbook_fraction`` of the families a **runbook** (technical doc or wiki) whose configuration step
+  applies the value, revised after each policy version. A *lagging* runbook (``lagging_source_rate``) gets
+  its last revision without the new value: an authoritative source, window open, stating the old value;
+- ``chatter_per_family`` **messages** (slack, email, meeting notes): injected rumours stating a wrong value
+  (``contradiction_rate``), confirmations of the value in force when written (which can go out of date),
+  notes that state no value, and, for ``early_announcement_rate`` of the families, an HR email that
+  announces the latest change before the policy document is revised (the revision is not yet published
+  when the queries are asked, so the old policy version is still open and only the email is right).
+
+Dependency edges join answer and non-answer chunks alike: runbook step -> policy fact, runbook prerequisite
+-> policy scope, verification -> step, procedure -> contacts, cross-policy references (scope -> another
+family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
+kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.labels`.
+
+Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, family)``), so changing one knob
+(say the contradiction rate) leaves every other draw as it was. Counts depend on the config only.
 """
 
 from __future__ import annotations
@@ -19,12 +33,39 @@ import numpy as np
 
 from smartvector_bench.chunking import chunk_sentences
 from smartvector_bench.errors import BenchError
+from smartvector_bench.labels import Judgment, Timeline, judge_at
 from smartvector_bench.timeutil import format_iso, parse_iso
 
-from .families import FAMILIES, NEUTRAL_TEMPLATES, PEOPLE, RUMOR_TEMPLATES, Family
+from .catalog import TOPICS, Topic
+from .catalog.base import Scope
+from .catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, MESSAGE_MAX, NOTE_TEMPLATES,
+                               PEOPLE, RUMOR_TEMPLATES)
 from .params import GeneratorParams
 
 CATEGORY_ORDER = ("current", "recently_updated", "contested", "dependent", "historical")
+POLICY_SECTIONS = ("scope", "fact", "procedure", "contacts")
+RUNBOOK_SECTIONS = ("runbook_prereq", "runbook_step", "runbook_verify")
+KIND_OF = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
+           "runbook_step": "statement", "runbook_prereq": "prerequisite", "runbook_verify": "verification"}
+
+
+@dataclass(frozen=True)
+class FamilySpec:
+    topic: Topic
+    scope: Scope
+    index: int  # position of the scope within its topic: picks the family's own templates
+
+    @property
+    def key(self) -> str:
+        return f"{self.topic.key}.{self.scope.key}"
+
+    @property
+    def title(self) -> str:
+        return f"{self.topic.title}: {self.scope.title}"
+
+
+def catalog_families() -> list[FamilySpec]:
+    return [FamilySpec(t, s, j) for t in TOPICS for j, s in enumerate(t.scopes)]
 
 
 @dataclass
@@ -33,31 +74,22 @@ class ChunkRecord:
     title: str
     text: str
     doc_id: str
-    family: str
     version: int
     source: str
     authority: float
-    created_at: str
-    valid_from: str
-    valid_to: str | None
+    created_at: float  # days from start
+    valid_from: float
+    valid_to: float  # inf = open
     depends_on: list[str]
     supersedes: str | None
-    chunk_index: int
     offset_start: int
     offset_end: int
-    kind: str  # fact / scope / procedure / contacts / runbook_step / ... / rumor / chatter
-
-    def to_beir(self) -> dict:
-        return {
-            "_id": self.id, "title": self.title, "text": self.text,
-            "metadata": {
-                "doc_id": self.doc_id, "family": self.family, "version": self.version, "source": self.source,
-                "authority": self.authority, "created_at": self.created_at, "valid_from": self.valid_from,
-                "valid_to": self.valid_to, "depends_on": self.depends_on, "supersedes": self.supersedes,
-                "chunk_index": self.chunk_index, "offset_start": self.offset_start,
-                "offset_end": self.offset_end, "kind": self.kind,
-            },
-        }
+    # labels (labels/chunks.jsonl; never in the corpus)
+    family: str
+    doc_type: str
+    kind: str
+    value: int | None
+    message_type: str = ""  # rumor / confirmation / announcement / note (generator bookkeeping, never written)
 
 
 @dataclass
@@ -65,35 +97,35 @@ class QueryRecord:
     id: str
     text: str
     family: str
-    query_time: str
-    as_of: str
+    query_time: float
+    as_of: float
     category: str
-    gold: str
-    stale: list[str]
-    rumor: list[str]
+    asks: str
+    judgment: Judgment | None = None
     split: str = ""
-
-    def to_beir(self) -> dict:
-        return {
-            "_id": self.id, "text": self.text,
-            "metadata": {
-                "family": self.family, "query_time": self.query_time, "as_of": self.as_of,
-                "category": self.category, "gold": self.gold, "stale": self.stale, "rumor": self.rumor,
-                "split": self.split,
-            },
-        }
 
 
 @dataclass
-class Documents:
+class FamilyPlan:
+    spec: FamilySpec
+    n_versions: int  # published policy versions
+    has_runbook: bool
+    n_rumors: int
+    recent: bool  # the latest change took effect within recent_days of now
+    announced: bool  # the latest change is announced by email and not yet in the policy document
+    lagging: bool  # the runbook's last revision kept the old value
+
+
+@dataclass
+class Family:
     """What one family contributes, plus the handles queries need."""
 
+    plan: FamilyPlan
+    timeline: Timeline
     chunks: list[ChunkRecord] = field(default_factory=list)
-    fact_ids: list[str] = field(default_factory=list)  # policy fact chunk per version
-    fact_windows: list[tuple[float, float]] = field(default_factory=list)  # valid [from, to) in days
-    values: list[int] = field(default_factory=list)
-    runbook_step_ids: list[str] = field(default_factory=list)
-    rumor_ids: list[str] = field(default_factory=list)
+    scope_ids: list[str] = field(default_factory=list)  # policy scope chunk per version
+    contacts_ids: list[str] = field(default_factory=list)
+    contacts_created: list[float] = field(default_factory=list)
 
 
 def _rng(seed: int, *purpose: str) -> np.random.Generator:
@@ -112,17 +144,43 @@ class Generator:
     def __init__(self, params: GeneratorParams):
         self.p = params
         self.start = parse_iso(params.start)
+        self._ids: set[str] = set()
+        self._id_rng = _rng(params.seed, "ids")
 
-    # -- time helpers: offsets in days from `start` ------------------------------------------------------
+    # -- helpers ---------------------------------------------------------------------------------------------
     def iso(self, offset_days: float) -> str:
         return format_iso(self.start + timedelta(days=float(offset_days)))
 
-    def _version_dates(self, family: Family, n: int, recent: bool) -> np.ndarray:
-        """Sorted effective dates (day offsets) of n versions in [0, horizon - 3], at least min gap apart.
+    def human_date(self, offset_days: float) -> str:
+        d = self.start + timedelta(days=float(offset_days))
+        return f"{d.day} {d:%B %Y}"
 
-        ``recent``: the latest version takes effect within ``recent_days`` of now.
+    def new_id(self, prefix: str) -> str:
+        """An opaque id: a prefix and random hex, unique in the dataset (says nothing about the chunk)."""
+        while True:
+            cid = f"{prefix}{int(self._id_rng.integers(16 ** 10)):010x}"
+            if cid not in self._ids:
+                self._ids.add(cid)
+                return cid
+
+    def _fillers(self, rng: np.random.Generator) -> dict[str, str]:
+        return {
+            "ext": str(int(rng.integers(2000, 9000))),
+            "ticket": f"REQ-{int(rng.integers(10000, 100000))}",
+            "section": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 10))}",
+            "headcount": f"{int(rng.integers(120, 4900)):,}",
+            "days": str(int(rng.integers(2, 16))),
+            "room": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 41)):02d}",
+            "form": f"F-{int(rng.integers(101, 1000))}",
+        }
+
+    # -- time line -------------------------------------------------------------------------------------------
+    def _change_dates(self, fam: FamilySpec, n: int, recent: bool) -> np.ndarray:
+        """Sorted effective dates (day offsets) of n changes in [0, horizon - 3], at least min gap apart.
+
+        ``recent``: the latest change takes effect within ``recent_days`` of now (and at least 2 days before).
         """
-        rng = _rng(self.p.seed, "dates", family.key)
+        rng = _rng(self.p.seed, "dates", fam.key)
         hi = self.p.horizon_days - 3
         gap = self.p.min_version_gap_days
         last = None
@@ -132,246 +190,359 @@ class Generator:
         if n > 0 and (n - 1) * gap > hi:
             raise BenchError(f"dataset.min_version_gap_days={gap} leaves no room for the versions in "
                              f"dataset.horizon_days={self.p.horizon_days}")
-        # Uniform order statistics with a minimum gap: draw in the shrunk interval, then spread.
         points = np.floor(np.sort(rng.uniform(0, hi - (n - 1) * gap, size=n)) + gap * np.arange(n))
         return points if last is None else np.append(points, last)
 
-    # -- documents -----------------------------------------------------------------------------------------
-    def family_documents(self, family: Family, n_versions: int, has_runbook: bool, n_chatter: int,
-                         n_rumors: int, recent: bool = False) -> Documents:
-        p = self.p
-        out = Documents()
-        rng_text = _rng(p.seed, "wording", family.key)
-        rng_src = _rng(p.seed, "sources", family.key)
-        rng_val = _rng(p.seed, "values", family.key)
-        rng_time = _rng(p.seed, "publish", family.key)
-
-        dates = self._version_dates(family, n_versions, recent)
-        values = [int(v) for v in rng_val.choice(family.values, size=n_versions, replace=False)]
-        out.values = values
-        policy_source = _weighted(rng_src, p.policy_sources)
-        templates = {sec: int(rng_text.integers(len(getattr(family, sec))))
-                     for sec in ("scope", "fact", "procedure", "contacts")}
-        policy_doc = f"POL-{family.key}"
-        prev_ids: list[str] = []
-        for k in range(n_versions):
-            if k > 0 and rng_text.random() < p.fact_reword_prob and len(family.fact) > 1:
-                choices = [i for i in range(len(family.fact)) if i != templates["fact"]]
-                templates["fact"] = int(rng_text.choice(choices))
-            v = family.render(values[k])
-            sections = [("scope", None), ("fact", v), ("procedure", None), ("contacts", None)]
-            text = "\n".join(getattr(family, sec)[templates[sec]].format(v=val, title=family.title,
-                                                                          topic=family.topic)
-                             for sec, val in sections)
-            valid_from = dates[k]
-            valid_to = dates[k + 1] if k + 1 < n_versions else None
-            lead = float(rng_time.integers(p.publish_lead_days[0], p.publish_lead_days[1] + 1))
-            created = max(0.0, valid_from - lead)
-            ids = self._add_document(out, doc_id=policy_doc, title=f"{family.title} (version {k + 1})",
-                                     text=text, family=family, version=k + 1, source=policy_source,
-                                     created=created, valid_from=valid_from, valid_to=valid_to,
-                                     kinds=[s for s, _ in sections], prev_ids=prev_ids)
-            out.fact_ids.append(ids[1])
-            out.fact_windows.append((valid_from, np.inf if valid_to is None else valid_to))
-            prev_ids = ids
-
-        if has_runbook:
-            self._add_runbook(out, family, dates, values, rng_text, rng_src, rng_time)
-        self._add_chatter(out, family, dates, values, n_chatter, n_rumors)
-        return out
-
-    def _add_document(self, out: Documents, *, doc_id: str, title: str, text: str, family: Family,
-                      version: int, source: str, created: float, valid_from: float, valid_to: float | None,
-                      kinds: list[str], prev_ids: list[str], depends: dict[int, list[str]] | None = None,
-                      ) -> list[str]:
+    # -- documents -------------------------------------------------------------------------------------------
+    def _document(self, fam: Family, *, doc_id: str, title: str, sections: list[tuple[str, str, int | None]],
+                  doc_type: str, version: int, source: str, created: float, valid_from: float, valid_to: float,
+                  prev_ids: list[str], depends: dict[str, list[str]] | None = None) -> dict[str, str]:
+        """Chunk one document version; ``sections`` are (name, text, value); returns {section name: chunk id}."""
+        text = "\n".join(t for _, t, _ in sections)
         chunks = chunk_sentences(text, self.p.chunk_chars)
-        if len(chunks) != len(kinds):
-            raise BenchError(f"family {family.key!r}: {doc_id} v{version} made {len(chunks)} chunks, expected "
-                             f"{len(kinds)} (one per section); dataset.chunk_chars={self.p.chunk_chars} "
-                             f"does not fit the catalog's 101..199-character sections")
-        ids = [f"{doc_id}-v{version}-c{c.index}" for c in chunks]
-        for c, cid, kind in zip(chunks, ids, kinds):
-            deps = list((depends or {}).get(c.index, []))
-            out.chunks.append(ChunkRecord(
-                id=cid, title=title, text=c.text, doc_id=doc_id, family=family.key, version=version,
-                source=source, authority=self.p.authority[source], created_at=self.iso(created),
-                valid_from=self.iso(valid_from), valid_to=None if valid_to is None else self.iso(valid_to),
-                depends_on=deps, supersedes=prev_ids[c.index] if prev_ids else None, chunk_index=c.index,
-                offset_start=c.start, offset_end=c.end, kind=kind,
-            ))
+        if len(chunks) != len(sections):
+            raise BenchError(f"family {fam.plan.spec.key!r}: a {doc_type} version made {len(chunks)} chunks, expected "
+                             f"{len(sections)} (one per section); dataset.chunk_chars={self.p.chunk_chars} does not "
+                             f"fit the catalog's 101..199-character sections")
+        ids: dict[str, str] = {}
+        for c, (name, _, value) in zip(chunks, sections):
+            cid = self.new_id("c")
+            ids[name] = cid
+            fam.chunks.append(ChunkRecord(
+                id=cid, title=title, text=c.text, doc_id=doc_id, version=version, source=source,
+                authority=self.p.authority[source], created_at=created, valid_from=valid_from, valid_to=valid_to,
+                depends_on=list((depends or {}).get(name, [])), supersedes=None, offset_start=c.start,
+                offset_end=c.end, family=fam.plan.spec.key, doc_type=doc_type, kind=KIND_OF.get(name, name),
+                value=value))
+        if prev_ids:
+            by_id = {c.id: c for c in fam.chunks[-len(chunks):]}
+            for (name, _, _), old in zip(sections, prev_ids):
+                by_id[ids[name]].supersedes = old
         return ids
 
-    def _add_runbook(self, out: Documents, family: Family, dates: np.ndarray, values: list[int],
-                     rng_text: np.random.Generator, rng_src: np.random.Generator,
-                     rng_time: np.random.Generator) -> None:
-        p = self.p
-        source = _weighted(rng_src, p.runbook_sources)
-        t = {sec: int(rng_text.integers(len(getattr(family, sec))))
-             for sec in ("runbook_prereq", "runbook_step", "runbook_verify")}
-        doc_id = f"RB-{family.key}"
-        # Revised after each policy version takes effect (never after `now`, never before the last revision).
-        revs = []
-        for k, d in enumerate(dates):
-            lag = float(rng_time.integers(p.runbook_lag_days[0], p.runbook_lag_days[1] + 1))
-            limit = p.horizon_days - 1 if k + 1 == len(dates) else dates[k + 1] - 1
-            revs.append(min(d + lag, max(d, limit)))
-        prev_ids: list[str] = []
-        for k, rev in enumerate(revs):
-            v = family.render(values[k])
-            sections = [("runbook_prereq", None), ("runbook_step", v), ("runbook_verify", None)]
-            text = "\n".join(getattr(family, sec)[t[sec]].format(v=val, title=family.title, topic=family.topic)
-                             for sec, val in sections)
-            version = k + 1
-            step_id = f"{doc_id}-v{version}-c1"
-            # The step applies the policy fact in force; the verification checks the step (a 2-hop chain).
-            depends = {1: [out.fact_ids[k]], 2: [step_id]}
-            ids = self._add_document(out, doc_id=doc_id, title=f"{family.runbook_title} (revision {version})",
-                                     text=text, family=family, version=version, source=source, created=rev,
-                                     valid_from=rev, valid_to=revs[k + 1] if k + 1 < len(revs) else None,
-                                     kinds=[s for s, _ in sections], prev_ids=prev_ids, depends=depends)
-            out.runbook_step_ids.append(ids[1])
-            prev_ids = ids
+    def family(self, plan: FamilyPlan) -> Family:
+        p, spec, topic = self.p, plan.spec, plan.spec.topic
+        j = spec.index
+        rng_val = _rng(p.seed, "values", spec.key)
+        rng_text = _rng(p.seed, "wording", spec.key)
+        rng_src = _rng(p.seed, "sources", spec.key)
+        rng_time = _rng(p.seed, "publish", spec.key)
+        rng_layout = _rng(p.seed, "layout", spec.key)
+        fill = self._fillers(_rng(p.seed, "fillers", spec.key))
 
-    def _add_chatter(self, out: Documents, family: Family, dates: np.ndarray, values: list[int],
-                     n_chatter: int, n_rumors: int) -> None:
-        p = self.p
-        rng = _rng(p.seed, "chatter", family.key)
+        n_true = plan.n_versions + int(plan.announced)
+        dates = self._change_dates(spec, n_true, plan.recent)
+        values = [int(v) for v in rng_val.choice(topic.values, size=n_true, replace=False)]
+        fam = Family(plan, Timeline(np.asarray(dates, dtype=np.float64), np.asarray(values, dtype=np.float64)))
+
+        def render(section: str, template: int, value: int | None, date: float) -> str:
+            pool = getattr(topic, section)
+            kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
+                  "date": self.human_date(date)}
+            if value is not None:
+                kw["v"] = topic.render(value)
+            return pool[template % len(pool)].format(**kw)
+
+        # Policy document: the family's own templates and section order, fixed across versions.
+        policy_source = _weighted(rng_src, p.policy_sources)
+        layout = [POLICY_SECTIONS[i] for i in rng_layout.permutation(len(POLICY_SECTIONS))]
+        fact_tpl = j
+        policy_doc = self.new_id("d")
+        prev: list[str] = []
+        fact_ids: list[str] = []
+        for k in range(plan.n_versions):
+            if k > 0 and rng_text.random() < p.fact_reword_prob:
+                fact_tpl = j + 1 if fact_tpl == j else j
+            valid_from = dates[k]
+            open_end = k + 1 == plan.n_versions
+            valid_to = np.inf if open_end else dates[k + 1]
+            lead = float(rng_time.integers(p.publish_lead_days[0], p.publish_lead_days[1] + 1))
+            created = max(0.0, valid_from - lead)
+            sections = [(s, render(s, fact_tpl if s == "fact" else j, values[k] if s == "fact" else None, valid_from),
+                         values[k] if s == "fact" else None) for s in layout]
+            ids = self._document(fam, doc_id=policy_doc, title=spec.title, sections=sections, doc_type="policy",
+                                 version=k + 1, source=policy_source, created=created, valid_from=valid_from,
+                                 valid_to=valid_to, prev_ids=prev, depends={"procedure": []})
+            by_id = {c.id: c for c in fam.chunks}
+            by_id[ids["procedure"]].depends_on.append(ids["contacts"])
+            prev = [ids[s] for s in layout]
+            fact_ids.append(ids["fact"])
+            fam.scope_ids.append(ids["scope"])
+            fam.contacts_ids.append(ids["contacts"])
+            fam.contacts_created.append(created)
+
+        if plan.has_runbook:
+            self._runbook(fam, dates, values, fact_ids, fill, rng_src, rng_time, rng_layout)
+        self._messages(fam, dates, values, fill)
+        return fam
+
+    def _runbook(self, fam: Family, dates: np.ndarray, values: list[int], fact_ids: list[str], fill: dict,
+                 rng_src: np.random.Generator, rng_time: np.random.Generator, rng_layout: np.random.Generator) -> None:
+        p, plan, spec, topic = self.p, fam.plan, fam.plan.spec, fam.plan.spec.topic
+        j = spec.index
+        source = _weighted(rng_src, p.runbook_sources)
+        layout = [RUNBOOK_SECTIONS[i] for i in rng_layout.permutation(len(RUNBOOK_SECTIONS))]
+        doc_id = self.new_id("d")
+        n = plan.n_versions
+        revs = []
+        for k in range(n):
+            lag = float(rng_time.integers(p.runbook_lag_days[0], p.runbook_lag_days[1] + 1))
+            limit = p.horizon_days - 1 if k + 1 == n else dates[k + 1] - 1
+            revs.append(min(dates[k] + lag, max(dates[k], limit)))
+        prev: list[str] = []
+        for k, rev in enumerate(revs):
+            lagging = plan.lagging and k + 1 == n and n >= 2
+            value = values[k - 1] if lagging else values[k]
+            tpl = {s: j + (1 if lagging and s != "runbook_step" else 0) for s in layout}  # the edit touched other text
+            kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
+                  "date": self.human_date(rev), "v": topic.render(value)}
+            sections = []
+            for s in layout:
+                pool = getattr(topic, s)
+                sections.append((s, pool[tpl[s] % len(pool)].format(**kw), value if s == "runbook_step" else None))
+            # The step applies the policy fact in force; the prerequisite points to the policy's scope section;
+            # the verification checks the step (a two-hop chain).
+            ids = self._document(fam, doc_id=doc_id, title=topic.runbook_title + f": {spec.scope.title}",
+                                 sections=sections, doc_type="runbook", version=k + 1, source=source, created=rev,
+                                 valid_from=rev, valid_to=revs[k + 1] if k + 1 < n else np.inf, prev_ids=prev,
+                                 depends={"runbook_step": [fact_ids[k]], "runbook_prereq": [fam.scope_ids[k]]})
+            by_id = {c.id: c for c in fam.chunks}
+            by_id[ids["runbook_verify"]].depends_on.append(ids["runbook_step"])
+            prev = [ids[s] for s in layout]
+
+    def _messages(self, fam: Family, dates: np.ndarray, values: list[int], fill: dict) -> None:
+        p, plan, spec, topic = self.p, fam.plan, fam.plan.spec, fam.plan.spec.topic
+        rng = _rng(p.seed, "chatter", spec.key)
+        n_slots = p.chatter_per_family
         latest = dates[-1]
-        unused = [v for v in family.values if v not in values]
-        for m in range(n_chatter):
-            # Draw everything for every slot, so the rate only decides which slots are rumours.
+        unused = [int(v) for v in topic.values if v not in values]
+        slots: list[str] = []
+        if plan.announced and n_slots:
+            slots.append("announcement")
+        slots += ["rumor"] * min(plan.n_rumors, n_slots - len(slots))
+        made: list[tuple[float, str]] = []  # (created, chunk id) for replies
+        for m in range(n_slots):
+            # Draw everything for every slot, so the rates only decide what each slot becomes.
             source = _weighted(rng, p.chatter_sources)
             person = PEOPLE[int(rng.integers(len(PEOPLE)))]
-            question = family.chatter_questions[int(rng.integers(len(family.chatter_questions)))]
-            rumor_tpl = RUMOR_TEMPLATES[int(rng.integers(len(RUMOR_TEMPLATES)))]
-            neutral_tpl = NEUTRAL_TEMPLATES[int(rng.integers(len(NEUTRAL_TEMPLATES)))]
+            tpl = {name: int(rng.integers(len(pool))) for name, pool in (
+                ("rumor", RUMOR_TEMPLATES), ("confirmation", CONFIRMATION_TEMPLATES),
+                ("announcement", ANNOUNCEMENT_TEMPLATES), ("note", NOTE_TEMPLATES))}
             newer = rng.random() < p.rumor_newer_prob
             frac = rng.uniform(0.05, 0.95)
             repeat_old = rng.random() < p.rumor_repeats_old_value
-            old_pick = int(rng.integers(max(1, len(values) - 1)))
-            new_pick = int(rng.integers(max(1, len(unused))))
+            confirm = rng.random() < p.confirmation_rate
+            old_pick, new_pick = int(rng.integers(10 ** 6)), int(rng.integers(10 ** 6))
+            lead = float(rng.integers(p.announcement_lead_days[0], p.announcement_lead_days[1] + 1))
+            reply = rng.random() < p.reply_rate
+            reply_pick = int(rng.integers(10 ** 6))
             hour = float(rng.integers(8, 19)) / 24
-            is_rumor = m < n_rumors
-            if is_rumor:
-                if newer or len(dates) == 1:  # after the current version took effect
+            msg_fill = self._fillers(rng)
+            kind = slots[m] if m < len(slots) else ("confirmation" if confirm else "note")
+            if kind == "announcement":
+                source = "email"
+                created = max(0.0, latest - lead) + hour
+                value, date = values[-1], latest
+            elif kind == "rumor":
+                if newer or len(dates) == 1:  # after the latest change took effect
                     lo, hi = latest, p.horizon_days - 1
-                else:  # while the previous version was in force
+                else:  # while the previous value was in force
                     lo, hi = dates[-2], latest
                 created = np.floor(lo + frac * (hi - lo)) + hour
-                wrong = values[old_pick] if (repeat_old and len(values) > 1) or not unused else unused[new_pick]
-                text = rumor_tpl.format(question=question, topic=family.topic, title=family.title,
-                                        v=family.render(wrong), person=person)
-                kind = "rumor"
+                in_force = int(np.searchsorted(dates, created, side="right")) - 1
+                old = [values[i] for i in range(max(0, in_force))]  # superseded when the message is written
+                pool = old if (repeat_old and old) or not unused else unused
+                value, date = pool[(old_pick if pool is old else new_pick) % len(pool)], created
             else:
-                created = np.floor(frac * (p.horizon_days - 1)) + hour
-                text = neutral_tpl.format(question=question, topic=family.topic, title=family.title,
-                                          person=person)
-                kind = "chatter"
-            doc_id = f"{source.upper()}-{family.key}-{m + 1}"
-            ids = self._add_document(out, doc_id=doc_id, title=f"{source.replace('_', ' ')}: {family.topic}",
-                                     text=text, family=family, version=1, source=source, created=created,
-                                     valid_from=created, valid_to=None, kinds=[kind], prev_ids=[])
-            if is_rumor:
-                out.rumor_ids.extend(ids)
+                created = np.floor(dates[0] + frac * (p.horizon_days - 1 - dates[0])) + hour
+                value = fam.timeline.value_at(created) if kind == "confirmation" else None
+                value = None if value is None else int(value)
+                date = created
+            kw = {**msg_fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title, "person": person,
+                  "date": self.human_date(date)}
+            if value is not None:
+                kw["v"] = topic.render(value)
+            template = {"rumor": RUMOR_TEMPLATES, "confirmation": CONFIRMATION_TEMPLATES,
+                        "announcement": ANNOUNCEMENT_TEMPLATES, "note": NOTE_TEMPLATES}[kind][tpl[kind]]
+            text = template.format(**kw)
+            if len(text) > MESSAGE_MAX:
+                raise BenchError(f"family {spec.key!r}: a message renders to {len(text)} characters (> {MESSAGE_MAX}); "
+                                 f"shorten the template {template!r}")
+            earlier = [cid for t, cid in made if t < created]
+            deps = {"message": [earlier[reply_pick % len(earlier)]]} if reply and earlier else None
+            ids = self._document(fam, doc_id=self.new_id("d"), title=f"{source.replace('_', ' ')}: {topic.topic}",
+                                 sections=[("message", text, value)], doc_type="message", version=1, source=source,
+                                 created=created, valid_from=created, valid_to=np.inf, prev_ids=[], depends=deps)
+            fam.chunks[-1].kind = "statement" if value is not None else "note"
+            fam.chunks[-1].message_type = kind
+            made.append((created, ids["message"]))
 
-    # -- queries -------------------------------------------------------------------------------------------
-    def family_queries(self, family: Family, docs: Documents, has_runbook: bool) -> list[QueryRecord]:
-        p, q = self.p, self.p.queries
-        rng = _rng(p.seed, "queries", family.key)
+    # -- queries ---------------------------------------------------------------------------------------------
+    def judge(self, fam: Family, rows: dict[str, int], arrays: dict, as_of: float, asks: str) -> Judgment:
+        idx = np.array([rows[c.id] for c in fam.chunks], dtype=np.int64)
+        return judge_at(idx, arrays["doc_type"][idx], arrays["value"][idx], arrays["created_at"][idx],
+                        arrays["valid_from"][idx], arrays["valid_to"][idx], fam.timeline, as_of, asks)
+
+    def family_queries(self, fam: Family) -> list[QueryRecord]:
+        p, q, plan, topic = self.p, self.p.queries, fam.plan, fam.plan.spec.topic
+        who = plan.spec.scope.who
+        rng = _rng(p.seed, "queries", plan.spec.key)
         records: list[QueryRecord] = []
-        latest_from = docs.fact_windows[-1][0]
+        dates = fam.timeline.effective_from
 
         def asked() -> float:
             return p.horizon_days + float(rng.uniform(0, p.query_window_days))
 
-        current_texts = rng.permutation(len(family.questions))
+        order = rng.permutation(len(topic.questions))
         for i in range(q.current_per_family):
             t = asked()
-            if docs.rumor_ids:
-                category = "contested"
-            elif p.horizon_days - latest_from <= p.recent_days:
-                category = "recently_updated"
-            else:
-                category = "current"
-            records.append(QueryRecord(
-                id="", text=family.questions[int(current_texts[i % len(current_texts)])], family=family.key,
-                query_time=self.iso(t), as_of=self.iso(t), category=category, gold=docs.fact_ids[-1],
-                stale=docs.fact_ids[:-1], rumor=list(docs.rumor_ids)))
-        if len(docs.fact_ids) > 1:
+            records.append(QueryRecord("", topic.questions[int(order[i % len(order)])].format(who=who), plan.spec.key,
+                                       t, t, "current", "policy"))
+        if len(dates) > 1:
             for i in range(q.historical_per_family):
-                k = int(rng.integers(len(docs.fact_ids) - 1))  # a superseded version
-                lo, hi = docs.fact_windows[k]
-                as_of = np.floor(lo + rng.uniform(0.2, 0.8) * (hi - lo)) + 0.5
-                tpl = family.historical_questions[i % len(family.historical_questions)]
-                date = self.start + timedelta(days=float(as_of))
-                t = asked()
-                records.append(QueryRecord(
-                    id="", text=tpl.format(date=f"{date.day} {date:%B %Y}"), family=family.key,
-                    query_time=self.iso(t), as_of=self.iso(as_of), category="historical",
-                    gold=docs.fact_ids[k], stale=docs.fact_ids[:k], rumor=list(docs.rumor_ids)))
-        if has_runbook:
-            order = rng.permutation(len(family.dependent_questions))
+                k = int(rng.integers(len(dates) - 1))  # a superseded value's window [D_k, D_k+1)
+                lo, hi = dates[k], dates[k + 1]
+                as_of = float(np.floor(lo + rng.uniform(0.05, 0.95) * (hi - lo))) + 0.5
+                tpl = topic.historical_questions[i % len(topic.historical_questions)]
+                records.append(QueryRecord("", tpl.format(who=who, date=self.human_date(as_of)), plan.spec.key,
+                                           asked(), as_of, "historical", "policy"))
+        if plan.has_runbook:
+            order = rng.permutation(len(topic.dependent_questions))
             for i in range(q.dependent_per_family):
                 t = asked()
-                records.append(QueryRecord(
-                    id="", text=family.dependent_questions[int(order[i % len(order)])], family=family.key,
-                    query_time=self.iso(t), as_of=self.iso(t),
-                    # "dependent": the runbook step's dependency (the policy fact) changed at least once.
-                    category="dependent" if len(docs.fact_ids) > 1 else "current",
-                    gold=docs.runbook_step_ids[-1], stale=docs.runbook_step_ids[:-1],
-                    rumor=list(docs.rumor_ids)))
+                records.append(QueryRecord("", topic.dependent_questions[int(order[i % len(order)])].format(who=who),
+                                           plan.spec.key, t, t, "dependent" if len(dates) > 1 else "current", "runbook"))
         return records
 
-    # -- the whole dataset ---------------------------------------------------------------------------------
-    def plan(self) -> list[tuple[Family, int, bool, int, int, bool]]:
-        """(family, versions, has_runbook, chatter, rumours, recently_updated) per family.
+    def _categorise(self, rec: QueryRecord, fam: Family) -> None:
+        """``contested``: an injected rumour (a message wrong when written) exists at as_of; else
+        ``recently_updated`` if the value changed within recent_days; else ``current``. (A confirmation that
+        has gone out of date is in the query's rumour set but does not make the fact contested.)"""
+        if rec.category in ("historical", "dependent"):
+            return
+        if any(c.message_type == "rumor" and c.created_at <= rec.as_of for c in fam.chunks):
+            rec.category = "contested"
+        elif rec.as_of - fam.timeline.effective_from[-1] <= self.p.recent_days:
+            rec.category = "recently_updated"
 
-        Counts depend on the config only, never on the seed: the seed picks which families, values, dates
-        and wording, so every seed gives the same shape.
-        """
+    # -- the whole dataset -----------------------------------------------------------------------------------
+    def plan(self) -> list[FamilyPlan]:
+        """One plan per family. Counts depend on the config only, never on the seed: the seed picks which
+        families, values, dates, wording and which families get each scenario."""
         p = self.p
-        if p.n_families > len(FAMILIES):
-            raise BenchError(f"dataset.n_families={p.n_families}: the catalog has {len(FAMILIES)} families")
-        order = _rng(p.seed, "families").permutation(len(FAMILIES))[: p.n_families]
-        families = [FAMILIES[int(i)] for i in order]
-        for i, fam in enumerate(families):
-            if p.versions[i % len(p.versions)] >= len(fam.values):
-                raise BenchError(f"dataset.versions={list(p.versions)}: family {fam.key!r} has {len(fam.values)} "
-                                 f"values; each version needs a new one and rumours an unused one, so use at most "
-                                 f"{len(fam.values) - 1} versions")
-        n_runbooks = int(round(p.runbook_fraction * p.n_families))
-        total_chatter = p.n_families * p.chatter_per_family
-        n_rumors = int(round(p.contradiction_rate * total_chatter))
-        # Rumours are dealt family by family in a seeded order, filling each family's chatter slots, so
-        # some facts are contested (several rumours) and others are not. Recent updates are dealt from the
-        # other end of the same order, so at moderate rates they land on uncontested facts.
-        deal = _rng(p.seed, "contradictions").permutation(p.n_families)
-        rumors = np.zeros(p.n_families, dtype=int)
-        for idx in deal:
-            rumors[idx] = min(p.chatter_per_family, n_rumors - rumors.sum())
-        recent = np.zeros(p.n_families, dtype=bool)
-        recent[deal[::-1][: int(round(p.recent_fraction * p.n_families))]] = True
-        return [(fam, p.versions[i % len(p.versions)], i < n_runbooks, p.chatter_per_family, int(rumors[i]),
-                 bool(recent[i])) for i, fam in enumerate(families)]
+        catalog = catalog_families()
+        if p.n_families > len(catalog):
+            raise BenchError(f"dataset.n_families={p.n_families}: the catalog has {len(catalog)} families")
+        order = _rng(p.seed, "families").permutation(len(catalog))[: p.n_families]
+        specs = [catalog[int(i)] for i in order]
+        for i, spec in enumerate(specs):
+            need = p.versions[i % len(p.versions)] + 2  # one more for an announced change, one unused for rumours
+            if need > len(spec.topic.values):
+                raise BenchError(f"dataset.versions={list(p.versions)}: topic {spec.topic.key!r} has "
+                                 f"{len(spec.topic.values)} values; use at most {len(spec.topic.values) - 2} versions")
+        n = p.n_families
+        n_runbooks = int(round(p.runbook_fraction * n))
+        n_rumors = int(round(p.contradiction_rate * n * p.chatter_per_family))
+        n_announced = min(n, int(round(p.early_announcement_rate * n)))
+        n_recent = max(int(round(p.recent_fraction * n)), n_announced)
+        deal = _rng(p.seed, "contradictions").permutation(n)
+        back = deal[::-1]
+        announced = np.zeros(n, dtype=bool)
+        announced[back[:n_announced]] = True
+        recent = np.zeros(n, dtype=bool)
+        recent[back[:n_recent]] = True
+        slots = np.full(n, p.chatter_per_family) - (announced & (p.chatter_per_family > 0))
+        rumors = np.zeros(n, dtype=int)
+        for idx in deal:  # rumours fill families in a seeded order, so some facts are contested and others not
+            rumors[idx] = min(int(slots[idx]), n_rumors - int(rumors.sum()))
+        versions = [p.versions[i % len(p.versions)] for i in range(n)]
+        can_lag = [i for i in _rng(p.seed, "lagging").permutation(n).tolist()
+                   if i < n_runbooks and not announced[i] and versions[i] >= 2]
+        lagging = set(can_lag[: int(round(p.lagging_source_rate * n_runbooks))])
+        return [FamilyPlan(spec, versions[i], i < n_runbooks, int(rumors[i]), bool(recent[i]), bool(announced[i]),
+                           i in lagging) for i, spec in enumerate(specs)]
 
-    def generate(self) -> tuple[list[ChunkRecord], list[QueryRecord]]:
-        chunks: list[ChunkRecord] = []
+    def generate(self) -> tuple[list[ChunkRecord], list[QueryRecord], list[Family]]:
+        families = [self.family(plan) for plan in self.plan()]
+        self._cross_references(families)
+        chunks = [c for f in families for c in f.chunks]
+        perm = _rng(self.p.seed, "corpus_order").permutation(len(chunks))
+        chunks = [chunks[int(i)] for i in perm]
+        rows = {c.id: i for i, c in enumerate(chunks)}
+        arrays = {
+            "doc_type": np.array([c.doc_type for c in chunks], dtype=object),
+            "value": np.array([np.nan if c.value is None else float(c.value) for c in chunks]),
+            "created_at": np.array([c.created_at for c in chunks]),
+            "valid_from": np.array([c.valid_from for c in chunks]),
+            "valid_to": np.array([c.valid_to for c in chunks]),
+        }
         queries: list[QueryRecord] = []
-        for family, n_versions, has_runbook, n_chatter, n_rumors, recent in self.plan():
-            docs = self.family_documents(family, n_versions, has_runbook, n_chatter, n_rumors, recent)
-            chunks.extend(docs.chunks)
-            queries.extend(self.family_queries(family, docs, has_runbook))
+        for fam in families:
+            for rec in self.family_queries(fam):
+                rec.judgment = self.judge(fam, rows, arrays, rec.as_of, rec.asks)
+                if len(rec.judgment.relevant) == 0:
+                    raise AssertionError(f"{fam.plan.spec.key}: a query at {self.iso(rec.as_of)} has no relevant chunk")
+                self._categorise(rec, fam)
+                queries.append(rec)
+        perm = _rng(self.p.seed, "query_order").permutation(len(queries))
+        queries = [queries[int(i)] for i in perm]
         for i, rec in enumerate(queries, 1):
             rec.id = f"q{i:04d}"
         self._assign_splits(queries)
-        return chunks, queries
+        return chunks, queries, families
+
+    def _cross_references(self, families: list[Family]) -> None:
+        """A policy's scope section refers to another family's contacts section (the version that existed when
+        the scope section was written), for ``cross_reference_rate`` of the families."""
+        if len(families) < 2:
+            return
+        rng = _rng(self.p.seed, "cross_references")
+        for i, fam in enumerate(families):
+            refer = rng.random() < self.p.cross_reference_rate
+            other = families[(i + 1 + int(rng.integers(len(families) - 1))) % len(families)]
+            if not refer:
+                continue
+            by_id = {c.id: c for c in fam.chunks}
+            for sid in fam.scope_ids:
+                created = by_id[sid].created_at
+                known = [cid for cid, t in zip(other.contacts_ids, other.contacts_created) if t <= created]
+                if known:
+                    by_id[sid].depends_on.append(known[-1])
 
     def _assign_splits(self, queries: list[QueryRecord]) -> None:
-        """Stratified by category: in each category a seeded shuffle puts round(n * test_fraction) in test."""
+        """Whole families go to dev or test (no family, hence no relevant chunk, in both), round(n_families *
+        test_fraction) of them in test, chosen so that each category's test share is as close as possible to
+        test_fraction: a seeded start, then pairwise swaps while they reduce the squared imbalance."""
+        fams = sorted({q.family for q in queries})
         rng = _rng(self.p.seed, "splits")
-        for category in CATEGORY_ORDER:
-            members = [q for q in queries if q.category == category]
-            order = rng.permutation(len(members))
-            n_test = int(round(len(members) * self.p.test_fraction))
-            for rank, i in enumerate(order):
-                members[int(i)].split = "test" if rank < n_test else "dev"
+        fams = [fams[int(i)] for i in rng.permutation(len(fams))]
+        counts = np.zeros((len(fams), len(CATEGORY_ORDER)))
+        col = {c: i for i, c in enumerate(CATEGORY_ORDER)}
+        row = {f: i for i, f in enumerate(fams)}
+        for q in queries:
+            counts[row[q.family], col[q.category]] += 1
+        target = counts.sum(axis=0) * self.p.test_fraction
+        n_test = int(round(len(fams) * self.p.test_fraction))
+        test = np.zeros(len(fams), dtype=bool)
+        test[:n_test] = True
+
+        def cost(mask: np.ndarray) -> float:
+            return float(((counts[mask].sum(axis=0) - target) ** 2).sum())
+
+        best = cost(test)
+        improved = True
+        while improved:
+            improved = False
+            for a in np.nonzero(test)[0].tolist():
+                for b in np.nonzero(~test)[0].tolist():
+                    trial = test.copy()
+                    trial[a], trial[b] = False, True
+                    c = cost(trial)
+                    if c < best - 1e-9:
+                        test, best, improved = trial, c, True
+                        break
+                if improved:
+                    break
+        split_of = {f: ("test" if test[row[f]] else "dev") for f in fams}
+        for q in queries:
+            q.split = split_of[q.family]

@@ -2,34 +2,50 @@
 about six months), with ground truth for every edit, so change detection, re-embedding share and temporal
 accuracy can be measured instead of restated.
 
-Each document is a policy of one family for one team, written as paragraphs separated by blank lines: an
-overview, the fact (the family's value for that team), the procedure, the contacts, and a boilerplate
-paragraph shared word for word by every document (per-document hashing must keep them apart). At each
-version step, seeded: every paragraph may be modified (the fact gets a new value; other paragraphs are
-reworded with another template), a paragraph may be inserted or deleted, and a paragraph modified earlier may
-revert to an earlier text. The ground truth of each step (per position: unchanged / modified / new / deleted,
-and whether a modified text is a revert) goes to ``edits.jsonl``; the full text of every document version to
+Each document is the policy of one catalog family (a (topic, scope) pair of ``data_gen.catalog``; the first
+``n_documents`` families in a seeded order), written as five paragraphs separated by blank lines, in an order
+of the document's own: an overview (the topic's ``scope`` templates), the fact (the family's value), the
+procedure, the contacts, and a boilerplate paragraph shared word for word by every document (per-document
+hashing must keep them apart). Templates are rendered with the scope's audience (``{who}``), number fillers
+drawn per document and ``{date}`` the date of the version the text was written for. At each version step,
+seeded: every paragraph may be modified (the fact gets a new value; other paragraphs are reworded with
+another template), a paragraph may be inserted or deleted, and a paragraph modified earlier may revert to an
+earlier text. The ground truth of each step (per position: unchanged / moved / modified / new / deleted, and
+whether a modified text is a revert) goes to ``edits.jsonl``; the full text of every document version to
 ``documents.jsonl``; the corpus holds one row per paragraph text with its validity window (the cold tier a
-correct system should end with); queries ask each team's value now and as of a past date.
+correct system should end with), a row of a modified paragraph superseding the row it replaces.
+
+Schema v2 (as ``data_gen.generator``): ids are opaque (``Ids``), corpus rows are shuffled and carry only
+:data:`smartvector_bench.dataset.CORPUS_META`; each row's ``offset_start`` / ``offset_end`` is its span in the
+document version it was created in. Labels go to ``labels/`` (doc_type ``policy``; kind ``statement`` for the
+fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; the fact's value), each
+document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
+inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
+:func:`smartvector_bench.labels.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
+row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
+or test.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 
+import numpy as np
 
 from smartvector_bench.errors import BenchError
+from smartvector_bench.labels import GRADE_AUTHORITATIVE, Timeline, judge_at
 from smartvector_bench.timeutil import format_iso, parse_iso
 
-from .families import FAMILIES
-from .generator import QueryRecord, _rng
+from .generator import FamilySpec, _rng, catalog_families
 
-TEAMS = ("Platform", "Payments", "Mobile", "Data", "Security", "Support", "Sales", "Finance", "Legal", "People",
-         "Marketing", "Research", "Infrastructure", "Design", "Operations", "Procurement", "Growth", "Identity",
-         "Search", "Billing")
+PARAGRAPHS = ("scope", "fact", "procedure", "contacts", "boilerplate")  # "scope" is the overview
+LABEL_KIND = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
+              "boilerplate": "note"}
 BOILERPLATE = ("This document is part of the company handbook. Printed copies are not controlled; the online "
                "version is the reference.")
+INSERTED_SUFFIX = " This section was added in a later revision."
+SOURCE, AUTHORITY = "policy_doc", 0.9
 
 
 @dataclass(frozen=True)
@@ -58,85 +74,188 @@ def lvl_params_from_config(cfg: dict) -> LvlParams:
     d = {k: v for k, v in cfg.items() if k not in ("name", "path")}
     for key in ("p_modify", "p_insert", "p_delete", "p_revert", "test_fraction"):
         v = d.get(key, 0.0)
-        if not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= 1:
             raise BenchError(f"dataset.{key}={v}: must be a number in [0, 1]")
     for key in ("n_documents", "n_versions", "version_gap_days"):
         v = d.get(key, 1)
-        if not isinstance(v, int) or v < 1:
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise BenchError(f"dataset.{key}={v}: must be an integer >= 1")
-    if d.get("n_documents", 100) > len(FAMILIES) * len(TEAMS):
-        raise BenchError(f"dataset.n_documents: at most {len(FAMILIES) * len(TEAMS)}")
+    for key in ("historical_per_document", "seed"):
+        v = d.get(key, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise BenchError(f"dataset.{key}={v}: must be an integer >= 0")
+    n_families = len(catalog_families())
+    if d.get("n_documents", 100) > n_families:
+        raise BenchError(f"dataset.n_documents={d['n_documents']}: at most {n_families} (one document per "
+                         "catalog family)")
+    if d.get("n_versions", 5) < 2 and d.get("historical_per_document", 1) > 0:
+        raise BenchError(f"dataset.n_versions={d['n_versions']}: historical queries need at least 2 versions "
+                         "(or set dataset.historical_per_document=0)")
+    if "start" in d:
+        try:
+            parse_iso(str(d["start"]))
+        except ValueError as exc:
+            raise BenchError(f"dataset.start={d['start']}: {exc}") from None
     return LvlParams(**d)
+
+
+class Ids:
+    """Opaque ids, as ``Generator.new_id``: a prefix and random hex, unique in the dataset."""
+
+    def __init__(self, seed: int):
+        self._rng = _rng(seed, "lvl", "ids")
+        self._seen: set[str] = set()
+
+    def new(self, prefix: str) -> str:
+        while True:
+            cid = f"{prefix}{int(self._rng.integers(16 ** 10)):010x}"
+            if cid not in self._seen:
+                self._seen.add(cid)
+                return cid
+
+
+def _fillers(rng: np.random.Generator) -> dict[str, str]:
+    """The catalog's number fillers (the ranges of ``Generator._fillers``), drawn once per document."""
+    return {
+        "ext": str(int(rng.integers(2000, 9000))),
+        "ticket": f"REQ-{int(rng.integers(10000, 100000))}",
+        "section": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 10))}",
+        "headcount": f"{int(rng.integers(120, 4900)):,}",
+        "days": str(int(rng.integers(2, 16))),
+        "room": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 41)):02d}",
+        "form": f"F-{int(rng.integers(101, 1000))}",
+    }
 
 
 @dataclass
 class Paragraph:
-    kind: str
+    kind: str  # one of PARAGRAPHS
     text: str
-    history: list[str]  # earlier texts of this paragraph (for reverts)
+    value: int | None  # the fact's value (fact paragraphs only)
+    history: list[tuple[str, int | None]]  # earlier (text, value) of this paragraph (for reverts)
     since: int  # version from which the current text holds
     row_id: str  # corpus id of the current text
 
 
-def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list[QueryRecord]]:
-    """(corpus rows, document versions, ground-truth edits, queries)."""
+@dataclass
+class ChunkLabel:
+    family: str
+    kind: str
+    value: int | None
+
+
+@dataclass
+class LvlQuery:
+    text: str
+    family: str
+    query_time: float  # days from start
+    as_of: float
+    category: str
+    relevant: list[tuple[str, int]] = field(default_factory=list)  # (corpus id, grade)
+    stale: list[str] = field(default_factory=list)
+    rumor: list[str] = field(default_factory=list)
+    answer: int = 0
+    id: str = ""
+    split: str = ""
+
+
+@dataclass
+class LvlFamily:
+    key: str
+    topic: str
+    timeline: Timeline  # day offsets from start
+    n_versions: int
+    fact_edits: int  # fact modifications (new value) and reverts
+    fact_reverts: int
+
+
+def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list[LvlQuery], dict[str, ChunkLabel],
+                                         list[LvlFamily]]:
+    """(corpus rows, document versions, ground-truth edits, queries, chunk labels by id, families).
+
+    Times in the corpus rows, documents and edits are ISO strings; queries and families keep day offsets from
+    ``p.start`` (the writer formats them)."""
     start = parse_iso(p.start)
 
     def iso(day: float) -> str:
         return format_iso(start + timedelta(days=float(day)))
 
-    dates = [k * p.version_gap_days for k in range(p.n_versions)]
+    def human(day: float) -> str:
+        d = start + timedelta(days=float(day))
+        return f"{d.day} {d:%B %Y}"
+
+    dates = [float(k * p.version_gap_days) for k in range(p.n_versions)]
     now = dates[-1] + p.version_gap_days / 2
-    order = _rng(p.seed, "lvl", "documents").permutation(len(FAMILIES) * len(TEAMS))[: p.n_documents]
-    pairs = [(FAMILIES[i % len(FAMILIES)], TEAMS[i // len(FAMILIES)]) for i in order.tolist()]
+    catalog = catalog_families()
+    order = _rng(p.seed, "lvl", "documents").permutation(len(catalog))[: p.n_documents]
+    specs: list[FamilySpec] = [catalog[int(i)] for i in order]
+    ids = Ids(p.seed)
     rows: list[dict] = []
     documents: list[dict] = []
     edits: list[dict] = []
-    queries: list[QueryRecord] = []
+    queries: list[LvlQuery] = []
+    expected: list[str] = []  # per query, the fact row in force at its as_of
+    labels: dict[str, ChunkLabel] = {}
+    families: list[LvlFamily] = []
     by_id: dict[str, dict] = {}
 
-    for d, (fam, team) in enumerate(pairs):
-        rng = _rng(p.seed, "lvl", fam.key, team)
-        doc_id = f"LVL-{fam.key}-{team.lower()}"
-        values = [int(v) for v in rng.permutation(fam.values)]
-        value_at: list[int] = []  # the fact's value in each version
+    for spec in specs:
+        topic, key = spec.topic, spec.key
+        rng = _rng(p.seed, "lvl", key)
+        fill = _fillers(_rng(p.seed, "lvl", "fillers", key))
+        layout = [PARAGRAPHS[i] for i in _rng(p.seed, "lvl", "layout", key).permutation(len(PARAGRAPHS))]
+        doc_id = ids.new("d")
+        values = [int(v) for v in rng.permutation(topic.values)]
 
-        def render(kind: str, template: int, value: int | None = None) -> str:
+        def render(kind: str, template: int, version: int, value: int | None = None) -> str:
             if kind == "boilerplate":
                 return BOILERPLATE
-            tpl = getattr(fam, kind)[template % len(getattr(fam, kind))]
-            body = tpl.format(v=fam.render(value) if value is not None else "", title=fam.title, topic=fam.topic)
-            return f"{team} team. {body}"
+            pool = getattr(topic, kind)
+            kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
+                  "date": human(dates[version])}
+            if value is not None:
+                kw["v"] = topic.render(value)
+            return pool[template % len(pool)].format(**kw)
 
-        counter = {"n": 0}
-
-        def new_row(kind: str, text: str, version: int) -> str:
-            row_id = f"{doc_id}-r{counter['n']}"
-            counter["n"] += 1
-            row = {"_id": row_id, "title": f"{fam.title} ({team})", "text": text, "metadata": {
-                "doc_id": doc_id, "family": fam.key, "version": version + 1, "source": "policy_doc",
-                "authority": 0.9, "created_at": iso(dates[version]), "valid_from": iso(dates[version]),
-                "valid_to": None, "depends_on": [], "supersedes": None, "kind": kind}}
+        def new_row(para_kind: str, text: str, value: int | None, version: int, replaces: str | None) -> str:
+            row_id = ids.new("c")
+            row = {"_id": row_id, "title": spec.title, "text": text, "metadata": {
+                "doc_id": doc_id, "version": version + 1, "source": SOURCE, "authority": AUTHORITY,
+                "created_at": iso(dates[version]), "valid_from": iso(dates[version]), "valid_to": None,
+                "depends_on": [], "supersedes": replaces, "offset_start": 0, "offset_end": 0}}
             rows.append(row)
             by_id[row_id] = row
+            labels[row_id] = ChunkLabel(key, LABEL_KIND[para_kind], value)
             return row_id
 
         def close(row_id: str, version: int) -> None:
             by_id[row_id]["metadata"]["valid_to"] = iso(dates[version])
 
+        def publish(paras: list[Paragraph], version: int) -> None:
+            """The document version's text, and the offsets of the rows created for it."""
+            text = "\n\n".join(x.text for x in paras)
+            pos = 0
+            for x in paras:
+                if by_id[x.row_id]["metadata"]["version"] == version + 1:  # created for this version
+                    by_id[x.row_id]["metadata"].update(offset_start=pos, offset_end=pos + len(x.text))
+                pos += len(x.text) + 2
+            documents.append({"doc_id": doc_id, "version": version + 1, "effective_at": iso(dates[version]),
+                              "text": text})
+
         fact_value = values[0]
-        paras = []
-        for kind in ("scope", "fact", "procedure", "contacts", "boilerplate"):
+        paras: list[Paragraph] = []
+        for kind in layout:
             template = int(rng.integers(3))
-            text = render(kind, template, fact_value if kind == "fact" else None)
-            paras.append(Paragraph(kind, text, [], 0, new_row(kind, text, 0)))
-        fact_rows = [paras[1].row_id]
-        value_at.append(fact_value)
-        documents.append({"doc_id": doc_id, "version": 1, "effective_at": iso(dates[0]),
-                          "text": "\n\n".join(x.text for x in paras)})
+            value = fact_value if kind == "fact" else None
+            text = render(kind, template, 0, value)
+            paras.append(Paragraph(kind, text, value, [], 0, new_row(kind, text, value, 0, None)))
+        fact_rows = [next(x.row_id for x in paras if x.kind == "fact")]
+        value_at = [fact_value]  # the fact's value in each version
+        publish(paras, 0)
         edits.append({"doc_id": doc_id, "version": 1, "changes": [
             {"position": i, "old_position": None, "class": "new", "revert": False} for i in range(len(paras))]})
         used_values = {fact_value}
+        fact_edits = fact_reverts = 0
 
         for v in range(1, p.n_versions):
             changes = []
@@ -149,53 +268,58 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
             template = int(rng.integers(3, 6))
             revert_pick = int(rng.integers(10 ** 6))
             new_value_pick = int(rng.integers(10 ** 6))
-            revertible = [i for i, x in enumerate(old) if not modify[i] and any(h != x.text for h in x.history)]
+            revertible = [i for i, x in enumerate(old) if not modify[i] and any(h != x.text for h, _ in x.history)]
             for i, x in enumerate(old):
-                if modify[i]:
-                    if x.kind == "fact":
-                        fresh = [val for val in values if val not in used_values] or values
-                        fact_value = fresh[new_value_pick % len(fresh)]
-                        used_values.add(fact_value)
-                        text = render("fact", template, fact_value)
-                    elif x.kind == "boilerplate":
-                        text = BOILERPLATE + " Last reviewed this quarter."
-                    else:
-                        text = render(x.kind, template + i)
-                    if text != x.text:
-                        x.history.append(x.text)
-                        x.text = text
-                        close(x.row_id, v)
-                        x.row_id = new_row(x.kind, text, v)
-                        x.since = v
-                    else:
-                        modify[i] = False
+                if not modify[i]:
+                    continue
+                value = None
+                if x.kind == "fact":
+                    fresh = [val for val in values if val not in used_values] or values
+                    value = fresh[new_value_pick % len(fresh)]
+                    text = render("fact", template, v, value)
+                elif x.kind == "boilerplate":
+                    text = BOILERPLATE + " Last reviewed this quarter."
+                else:
+                    text = render(x.kind, template + i, v)
+                if text == x.text:
+                    modify[i] = False
+                    continue
+                x.history.append((x.text, x.value))
+                close(x.row_id, v)
+                x.text, x.value, x.since = text, value, v
+                x.row_id = new_row(x.kind, text, value, v, x.row_id)
+                if x.kind == "fact":
+                    fact_value = value
+                    used_values.add(value)
+                    fact_edits += 1
             reverted = None
             if do_revert and revertible:
                 i = revertible[revert_pick % len(revertible)]
                 x = old[i]
-                earlier = next(h for h in x.history if h != x.text)  # the oldest text it differs from
-                x.history.append(x.text)
-                x.text = earlier
+                earlier, earlier_value = next(h for h in x.history if h[0] != x.text)  # the oldest text it differs from
+                x.history.append((x.text, x.value))
                 close(x.row_id, v)
-                x.row_id = new_row(x.kind, earlier, v)
+                x.text, x.value, x.since = earlier, earlier_value, v
+                x.row_id = new_row(x.kind, earlier, earlier_value, v, x.row_id)
                 modify[i] = True
                 reverted = i
                 if x.kind == "fact":
-                    fact_value = _value_in(x.text, values, fam)
+                    fact_value = earlier_value
+                    fact_edits += 1
+                    fact_reverts += 1
             new_paras = list(old)
             deleted = None
             if do_delete and len(old) > 2:
-                choices = [i for i, x in enumerate(old) if x.kind not in ("fact",) and not modify[i]]
+                choices = [i for i, x in enumerate(old) if x.kind != "fact" and not modify[i]]
                 if choices:
                     deleted = choices[del_pick % len(choices)]
                     close(old[deleted].row_id, v)
                     new_paras = [x for i, x in enumerate(old) if i != deleted]
-            inserted = None
             if do_insert:
                 kind = ("procedure", "contacts", "scope")[template % 3]
-                text = render(kind, template + 7) + " This section was added in a later revision."
+                text = render(kind, template + 7, v) + INSERTED_SUFFIX
                 inserted = min(ins_pos, len(new_paras))
-                new_paras.insert(inserted, Paragraph(kind, text, [], v, new_row(kind, text, v)))
+                new_paras.insert(inserted, Paragraph(kind, text, None, [], v, new_row(kind, text, None, v, None)))
             # Ground truth per position of the new version, against the previous version.
             old_ids = {id(x): i for i, x in enumerate(old)}
             # Classes follow what happened to each paragraph (its identity), not its position: a paragraph
@@ -213,43 +337,63 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
             paras = new_paras
             fact_rows.append(next(x.row_id for x in paras if x.kind == "fact"))
             value_at.append(fact_value)
-            documents.append({"doc_id": doc_id, "version": v + 1, "effective_at": iso(dates[v]),
-                              "text": "\n\n".join(x.text for x in paras)})
+            publish(paras, v)
             edits.append({"doc_id": doc_id, "version": v + 1, "changes": changes})
 
-        # Queries: the team's value now, and as of a date inside an earlier version.
-        qrng = _rng(p.seed, "lvl", "queries", doc_id)
-        question = fam.questions[int(qrng.integers(len(fam.questions)))].rstrip("?")
-        distinct = list(dict.fromkeys(fact_rows))  # the fact's row in force per version (repeats if unchanged)
-        queries.append(QueryRecord(
-            id="", text=f"{question} for the {team} team?", family=fam.key, query_time=iso(now), as_of=iso(now),
-            category="current", gold=fact_rows[-1], stale=[r for r in distinct if r != fact_rows[-1]], rumor=[]))
+        # The fact's timeline: a step at each version whose value differs from the previous version's.
+        steps = [(dates[k], value_at[k]) for k in range(p.n_versions) if k == 0 or value_at[k] != value_at[k - 1]]
+        timeline = Timeline(np.array([d for d, _ in steps], dtype=np.float64),
+                            np.array([val for _, val in steps], dtype=np.float64))
+        families.append(LvlFamily(key, topic.key, timeline, p.n_versions, fact_edits, fact_reverts))
+
+        # Queries: the family's value now, and as of a date inside an earlier version.
+        qrng = _rng(p.seed, "lvl", "queries", key)
+        who = spec.scope.who
+        question = topic.questions[int(qrng.integers(len(topic.questions)))]
+        doc_queries = [(LvlQuery(question.format(who=who), key, now, now, "current"), fact_rows[-1])]
         for h in range(p.historical_per_document):
             k = int(qrng.integers(p.n_versions - 1))
-            as_of = dates[k] + qrng.uniform(0.2, 0.8) * p.version_gap_days
-            date = start + timedelta(days=float(as_of))
-            tpl = fam.historical_questions[h % len(fam.historical_questions)]
-            text = tpl.format(date=f"{date.day} {date:%B %Y}").rstrip("?") + f" for the {team} team?"
-            gold = fact_rows[k]
-            queries.append(QueryRecord(
-                id="", text=text, family=fam.key, query_time=iso(now), as_of=iso(as_of), category="historical",
-                gold=gold, stale=distinct[: distinct.index(gold)], rumor=[]))
+            as_of = float(np.floor((dates[k] + qrng.uniform(0.2, 0.8) * p.version_gap_days) * 1440) / 1440)
+            tpl = topic.historical_questions[h % len(topic.historical_questions)]
+            doc_queries.append((LvlQuery(tpl.format(who=who, date=human(as_of)), key, now, as_of, "historical"),
+                                fact_rows[k]))
+        for q, in_force in doc_queries:
+            queries.append(q)
+            expected.append(in_force)  # checked against the judgment below, once every row is closed
 
+    # Judgments from the labels (smartvector_bench.labels), over each family's rows.
+    def days(value: str | None) -> float:
+        return np.inf if value is None else (parse_iso(value) - start).total_seconds() / 86400.0
+
+    fam_of = {f.key: f for f in families}
+    members: dict[str, list[str]] = {}
+    for r in rows:
+        members.setdefault(labels[r["_id"]].family, []).append(r["_id"])
+    for q, in_force in zip(queries, expected):
+        rids = members[q.family]
+        meta = [by_id[r]["metadata"] for r in rids]
+        value = np.array([np.nan if labels[r].value is None else float(labels[r].value) for r in rids])
+        j = judge_at(np.arange(len(rids)), np.full(len(rids), "policy", dtype=object), value,
+                     np.array([days(m["created_at"]) for m in meta]), np.array([days(m["valid_from"]) for m in meta]),
+                     np.array([days(m["valid_to"]) for m in meta]), fam_of[q.family].timeline, q.as_of, "policy")
+        relevant = [rids[int(i)] for i in j.relevant]
+        if relevant != [in_force] or list(j.grades) != [GRADE_AUTHORITATIVE]:
+            raise AssertionError(f"lvl_corpus {q.family}: the judgment at {iso(q.as_of)} is {relevant}, expected the "
+                                 f"fact row in force {in_force}")
+        q.relevant = [(relevant[0], GRADE_AUTHORITATIVE)]
+        q.stale = [rids[int(i)] for i in j.stale]
+        q.rumor = [rids[int(i)] for i in j.rumor]
+        q.answer = int(j.truth)
+
+    # Shuffled rows and queries (nothing in the order says which row or query is which), whole documents per split.
+    rows = [rows[int(i)] for i in _rng(p.seed, "lvl", "corpus_order").permutation(len(rows))]
+    queries = [queries[int(i)] for i in _rng(p.seed, "lvl", "query_order").permutation(len(queries))]
     for i, q in enumerate(queries, 1):
         q.id = f"q{i:04d}"
-    rng = _rng(p.seed, "lvl", "splits")
-    for cat in ("current", "historical"):
-        members = [q for q in queries if q.category == cat]
-        order = rng.permutation(len(members))
-        n_test = int(round(len(members) * p.test_fraction))
-        for rank, i in enumerate(order):
-            members[int(i)].split = "test" if rank < n_test else "dev"
-    return rows, documents, edits, queries
-
-
-def _value_in(text: str, values: list[int], fam) -> int:
-    """The family value a fact paragraph states (the one whose rendering occurs in it)."""
-    for v in sorted(values, key=lambda x: -len(fam.render(x))):
-        if fam.render(v) in text:
-            return v
-    raise ValueError(f"no value of {fam.key} in {text!r}")
+    keys = sorted(fam_of)
+    keys = [keys[int(i)] for i in _rng(p.seed, "lvl", "splits").permutation(len(keys))]
+    n_test = int(round(len(keys) * p.test_fraction))
+    split_of = {k: ("test" if rank < n_test else "dev") for rank, k in enumerate(keys)}
+    for q in queries:
+        q.split = split_of[q.family]
+    return rows, documents, edits, queries, labels, families

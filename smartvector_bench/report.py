@@ -31,17 +31,34 @@ def _p(p: float | None) -> str:
 
 def main_table(metrics: dict, split: str) -> str:
     baseline = metrics["experiment"]["baseline"]
-    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | leakage@10 | leakage@10 "
-            f"(historical) | n | McNemar p vs {baseline} |",
+    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | nDCG@10 | leakage@10 "
+            f"(historical) | n (families) | p vs {baseline}: McNemar / cluster permutation |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, per_split in metrics["systems"].items():
         m = per_split[split]
         hist = m["by_category"].get("historical", {}).get("leakage_at_10")
-        leak = _pct_ci(m, "leakage_at_10") if m.get("leakage_at_10") is not None else "-"
+        leak = "-" if m.get("leakage_at_10") is None else f"{_pct(m['leakage_at_10'])} ({_pct(hist)})"
+        tests = "-" if name == baseline else f"{_p(m['mcnemar_p'])} / {_p(m.get('permutation_p'))}"
         rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_pct_ci(m, 'stale_rate')} | {_pct_ci(m, 'rumor_rate')} | "
-                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | {leak} | "
-                    f"{_pct(hist)} | {m['n_queries']} | {_p(m['mcnemar_p']) if name != baseline else '-'} |")
+                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
+                    f"{_num_ci(m, 'ndcg_at_10') if m.get('ndcg_at_10') is not None else '-'} | {leak} | "
+                    f"{m['n_queries']} ({m.get('n_families', '-')}) | {tests} |")
     return "\n".join(rows)
+
+
+def power_line(metrics: dict) -> str:
+    pw = metrics.get("power")
+    if not pw or pw.get("icc") is None:
+        return ""
+
+    def pts(x: float | None) -> str:
+        return "none (no increase is detectable)" if x is None else f"{100 * x:.1f} points"
+
+    return (f"Power ({pw['split']} split, {pw['n_queries']} queries in {pw['n_families']} families, intra-family "
+            f"correlation {pw['icc']:.2f} of {pw['reference_system']}'s top-1, design effect "
+            f"{pw['design_effect']:.2f}, {pw['n_effective']:.0f} effective queries): the minimum detectable top-1 "
+            f"difference at {100 * pw['power']:.0f}% power and alpha {pw['alpha']} is "
+            f"{pts(pw['mde_top1'])} over {pw['reference_system']} ({pts(pw['mde_top1_at_50'])} from a 50% baseline).")
 
 
 def claims_table(metrics: dict, split: str = "test") -> str:
@@ -74,12 +91,15 @@ def render(metrics: dict) -> str:
         "# SmartVector benchmark: main table",
         "",
         f"Dataset `{d['name']}` seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries "
-        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. Intervals: 95% bootstrap over queries; "
-        "McNemar: exact two-sided test on the same queries.",
+        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. Intervals: 95% cluster bootstrap over "
+        "policy families. Paired tests on the same queries: exact McNemar (queries independent) and a cluster "
+        "sign-flip permutation test (families as the unit).",
         "",
         "## Test split (held out)",
         "",
         main_table(metrics, "test"),
+        "",
+        power_line(metrics),
         "",
         f"## The paper's claims beside ours (test split; paper: {PAPER_SETUP})",
         "",

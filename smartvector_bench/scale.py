@@ -2,24 +2,33 @@
 
 The default dataset (``conf/dataset/versioned_policies.yaml``: 258 chunks, 138 queries) is one *block*.
 ``scale_dataset(N)`` lays ``B = ceil(N / 258)`` copies of it side by side, one per "team", and truncates to
-exactly N rows. Row ``r`` is base row ``r % 258`` of block ``r // 258``. In block ``b``:
+exactly N rows. Row ``r`` is base row ``r % 258`` of block ``r // 258``. The base rows are the generated
+corpus rows (shuffled by the generator) with each row moved after the rows it references
+(``backward_order``: a row waits for its ``supersedes`` and ``depends_on`` targets, otherwise the generator's
+order is kept), so every reference points backwards and a truncated last block never points past row N.
+In block ``b``:
 
-- ids, doc_ids and families get the suffix ``~b`` (``POL-x-v2-c1~17``): every team has its own families,
-  documents and versions; titles are kept as they are (shared string objects);
-- texts get the suffix `` (team b)``, so texts stay distinct (and real embeddings differ per team);
-- ``depends_on`` and ``supersedes`` point to the same relative row of the same block (``+ 258 b``); the
-  generator only ever points backwards (a version to its predecessor, a runbook step to an earlier fact), so
-  a truncated last block never points past row N;
+- ids and doc_ids get the suffix ``~b`` (``c3f09a1b2c4~17``): every team has its own documents and
+  versions; titles are kept as they are (shared string objects);
+- texts get the suffix `` ~b`` (``TEAM_MARKER``), so texts stay distinct (and real embeddings differ per
+  team). The marker is short so that a copy stays within the dataset's ``chunk_chars`` (200; the longest
+  base chunk has 192 characters, `` ~3875`` has 6 at 1M rows): ``smartvector_ref`` hands each chunk to the
+  package, which splits a text over 200 characters into two vectors;
+- ``depends_on`` and ``supersedes`` point to the same relative row of the same block (``+ 258 b``);
 - ``created_at``, ``valid_from`` and ``valid_to`` are shifted by a per-block offset of a whole number of days
   drawn from the seed in ``[0, horizon_days)`` (0..364 by default), so the teams' histories interleave in
   time; version gaps, windows and supersession (``valid_to`` of a version = ``valid_from`` of the next)
-  are unchanged inside a block; source, authority and version are kept.
+  are unchanged inside a block; source, authority, version and the chunk offsets are kept.
+- the labels (``ScaleData.labels``, evaluator side only: no retriever gets them) are the base labels with
+  the families suffixed ``~b`` (each team has its own families) and each team's timelines shifted by its
+  offset.
 
 Queries: the 138 default queries of a seeded sample of blocks, ``n_queries`` in all (default 1,000, at most
 the number available): whole blocks in a seeded order, the last one a seeded subset; only queries whose
-gold, stale and rumour rows exist in the (possibly truncated) block are eligible. Gold / stale / rumour are
-re-indexed to the block, ``query_time`` and ``as_of`` shifted by its offset, texts get the team marker and a
-historical question's date ("as of 6 August 2024") is rewritten to the shifted ``as_of``.
+relevant, stale and rumour rows all exist in the (possibly truncated) block are eligible. Relevant (with
+their grades) / stale / rumour are re-indexed to the block, the query's family gets the block suffix,
+``query_time`` and ``as_of`` are shifted by its offset, texts get the team marker and a historical
+question's date ("as of 6 August 2024") is rewritten to the shifted ``as_of``.
 
 Vectors (float32, L2-normalised, 384-d):
 
@@ -63,6 +72,7 @@ Command line: ``python -m smartvector_bench.scale profile -n 1000000`` (build ti
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import tempfile
@@ -76,7 +86,8 @@ from numpy.dtypes import StringDType
 
 from . import CONF_DIR
 from .csr import Ragged
-from .dataset import Corpus, Queries, load_dataset
+from .dataset import Corpus, Labels, Queries, load_dataset
+from .labels import Timeline
 from .errors import BenchError
 from .timeutil import from_days
 
@@ -87,6 +98,7 @@ ALPHA = 0.10
 BETA = 0.26
 SIGMA = 0.06
 VECTOR_MODES = ("synthetic", "real")
+TEAM_MARKER = " ~{b}"  # appended to every corpus and query text of block b
 REPO = Path(CONF_DIR).parent
 
 # Real MiniLM statistics (means / shares of similarity_stats, FIT_KEYS) of scale_dataset(N, seed=0,
@@ -119,11 +131,13 @@ def within_tolerance(synthetic: dict, real: dict[str, float]) -> dict[str, tuple
 
 @dataclass
 class Base:
-    """The default dataset as one block: columnar corpus and queries plus the generator's chunk kinds."""
+    """The default dataset as one block: columnar corpus, queries and labels, the corpus rows in an order
+    where every reference points backwards (``order``: the generated dataset's row of each base row)."""
 
     corpus: Corpus
     queries: Queries
-    kind: np.ndarray  # (258,) object: scope / fact / procedure / contacts / runbook_* / rumor / chatter
+    labels: Labels
+    order: np.ndarray  # (258,) int64: row of the generated corpus.jsonl that base row i is
     horizon_days: int
     config: dict
 
@@ -136,7 +150,7 @@ class ScaleData:
     query_vectors: np.ndarray  # (n_queries, 384) float32, L2-normalised
     block: np.ndarray  # (N,) int64: block (team) of each corpus row
     base_row: np.ndarray  # (N,) int64: row of the base dataset it copies
-    kind: np.ndarray  # (N,) object: the generator's chunk kind
+    labels: Labels  # the base labels tiled (families and timelines per team): for the evaluator only
     query_block: np.ndarray  # (n_queries,) int64
     query_base: np.ndarray  # (n_queries,) int64: index of the base query it copies
     offsets: np.ndarray  # (B,) float64 days added to every time of block b
@@ -178,16 +192,85 @@ def load_base(dataset_cfg: dict | None = None) -> Base:
             (Path(tmp) / name).parent.mkdir(parents=True, exist_ok=True)
             (Path(tmp) / name).write_text(text, encoding="utf-8")
         ds = load_dataset(tmp)
-    kind = np.array([json.loads(line)["metadata"]["kind"] for line in files["corpus.jsonl"].splitlines()
-                     if line.strip()], dtype=object)
-    c = ds.corpus
+    if ds.labels is None:  # pragma: no cover - the generator always writes labels/
+        raise BenchError("scale: the base dataset has no labels/ (the scale profile needs the generator's labels)")
+    order = backward_order(ds.corpus)
+    c, q, labels = _reorder(ds.corpus, ds.queries, ds.labels, order)
     rows = np.arange(len(c))
-    # The truncation argument needs every reference to point backwards (true of the generator).
+    # The truncation argument needs every reference to point backwards (what backward_order makes).
     if (c.supersedes >= rows).any() or (c.depends_on.indices >= c.depends_on.row_ids()).any():
-        raise BenchError("scale: the base dataset has a forward reference; truncating a block would break it")
-    base = Base(corpus=c, queries=ds.queries, kind=kind, horizon_days=int(params.horizon_days), config=cfg)
+        raise AssertionError("scale: backward_order left a forward reference")  # pragma: no cover
+    base = Base(corpus=c, queries=q, labels=labels, order=order, horizon_days=int(params.horizon_days), config=cfg)
     _BASES[key] = base
     return base
+
+
+def backward_order(corpus: Corpus) -> np.ndarray:
+    """The corpus rows in their own (shuffled) order, except that a row waits until every row it references
+    (``supersedes``, ``depends_on``) has been placed: the topological order that always takes the lowest
+    waiting row next. A row with no reference keeps its place relative to the others; the result is the
+    identity when every reference already points backwards. A reference cycle (never made by the
+    generator) cannot be ordered and is refused."""
+    n = len(corpus)
+    refs = [set(corpus.depends_on.row(i).tolist()) for i in range(n)]
+    for i in np.nonzero(corpus.supersedes >= 0)[0].tolist():
+        refs[i].add(int(corpus.supersedes[i]))
+    users: list[list[int]] = [[] for _ in range(n)]
+    for i, r in enumerate(refs):
+        for j in r:
+            users[j].append(i)
+    waiting = [len(r) for r in refs]
+    ready = [i for i in range(n) if not waiting[i]]
+    heapq.heapify(ready)
+    out: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        out.append(i)
+        for u in users[i]:
+            waiting[u] -= 1
+            if not waiting[u]:
+                heapq.heappush(ready, u)
+    if len(out) < n:
+        stuck = corpus.ids[next(i for i in range(n) if waiting[i])]
+        raise BenchError(f"scale: the base dataset has a reference cycle through chunk {stuck!r} "
+                         "(supersedes / depends_on); its rows cannot be ordered so that references point backwards")
+    return np.asarray(out, dtype=np.int64)
+
+
+def _remap_ragged(r: Ragged, rows: np.ndarray, new_of_old: np.ndarray) -> Ragged:
+    """Rows ``rows`` of ``r`` (in that order), every value ``v`` replaced by ``new_of_old[v]``."""
+    t = _gather_ragged(r, rows, np.zeros(len(rows), dtype=np.int64))
+    return Ragged(t.indptr, new_of_old[t.indices] if len(t.indices) else t.indices)
+
+
+def _reorder(c: Corpus, q: Queries, labels: Labels, order: np.ndarray) -> tuple[Corpus, Queries, Labels]:
+    """The dataset with corpus row ``k`` being old row ``order[k]``; every chunk reference re-indexed, and each
+    query's relevant chunks re-sorted (best grade first, then lowest row, as the loader sorts them)."""
+    new_of_old = np.empty(len(order), dtype=np.int64)
+    new_of_old[order] = np.arange(len(order))
+    ids = [c.ids[i] for i in order.tolist()]
+    sup = c.supersedes[order]
+    corpus = Corpus(
+        ids=ids, titles=[c.titles[i] for i in order.tolist()], texts=[c.texts[i] for i in order.tolist()],
+        doc_id=c.doc_id[order], version=c.version[order], source=c.source[order], authority=c.authority[order],
+        created_at=c.created_at[order], valid_from=c.valid_from[order], valid_to=c.valid_to[order],
+        depends_on=_remap_ragged(c.depends_on, order, new_of_old),
+        supersedes=np.where(sup >= 0, new_of_old[np.maximum(sup, 0)], -1),
+        offset_start=c.offset_start[order], offset_end=c.offset_end[order], index_of=dict(zip(ids, range(len(ids)))),
+    )
+    all_q = np.arange(len(q), dtype=np.int64)
+    rel = _remap_ragged(q.relevant, all_q, new_of_old)
+    srt = np.lexsort((rel.indices, -q.grades.indices, rel.row_ids()))
+    queries = Queries(
+        ids=list(q.ids), texts=list(q.texts), query_time=q.query_time, as_of=q.as_of, category=q.category,
+        split=q.split, relevant=Ragged(rel.indptr, rel.indices[srt]), grades=Ragged(q.grades.indptr, q.grades.indices[srt]),
+        stale=_remap_ragged(q.stale, all_q, new_of_old), rumor=_remap_ragged(q.rumor, all_q, new_of_old),
+        family=q.family,
+    )
+    lab = Labels(chunk_family=labels.chunk_family[order], chunk_doc_type=labels.chunk_doc_type[order],
+                 chunk_kind=labels.chunk_kind[order], chunk_value=labels.chunk_value[order],
+                 query_family=labels.query_family, query_asks=labels.query_asks, timelines=labels.timelines)
+    return corpus, queries, lab
 
 
 def default_embedder_config() -> dict:
@@ -251,6 +334,29 @@ def _interned(base_values: np.ndarray, suffixes: np.ndarray, block: np.ndarray, 
     uniq, code = np.unique(base_values.astype(str), return_inverse=True)
     table = np.strings.add(np.asarray(uniq, dtype=StringDType())[None, :], suffixes[:, None]).astype(object)
     return table[block, code[base_row]]
+
+
+def _suffixed(base_values: np.ndarray, suffixes: np.ndarray, block: np.ndarray, base_row: np.ndarray) -> np.ndarray:
+    """``_interned`` for a family column: ``""`` (a chunk of no family) stays ``""`` in every block."""
+    out = _interned(base_values, suffixes, block, base_row)
+    out[(base_values == "")[base_row]] = ""
+    return out
+
+
+def _tile_labels(bl: Labels, suffixes: np.ndarray, block: np.ndarray, base_row: np.ndarray, q_block: np.ndarray,
+                 q_base: np.ndarray, offsets: np.ndarray) -> Labels:
+    """The base labels for the tiled corpus and query sample: families get the block suffix (each team has
+    its own), and each team's timelines are shifted by the block's time offset like its chunks."""
+    timelines = {}
+    for b in range(len(offsets)):  # one entry per (team, family): blocks x 12, never per row
+        sfx = f"~{b}"
+        for key, t in bl.timelines.items():
+            timelines[key + sfx] = Timeline(t.effective_from + offsets[b], t.values)
+    return Labels(chunk_family=_suffixed(bl.chunk_family, suffixes, block, base_row),
+                  chunk_doc_type=bl.chunk_doc_type[base_row], chunk_kind=bl.chunk_kind[base_row],
+                  chunk_value=bl.chunk_value[base_row],
+                  query_family=_suffixed(bl.query_family, suffixes, q_block, q_base),
+                  query_asks=bl.query_asks[q_base], timelines=timelines)
 
 
 def _synthesize(base_vecs: np.ndarray, text_code: np.ndarray, rows: np.ndarray, block: np.ndarray,
@@ -351,7 +457,7 @@ def scale_dataset(n_vectors: int, seed: int = 0, vectors: str = "synthetic", *, 
     shift = offsets[block]
 
     suffix = np.asarray([f"~{b}" for b in range(n_blocks)], dtype=StringDType())  # per block, not per row
-    marker = np.asarray([f" (team {b})" for b in range(n_blocks)], dtype=StringDType())
+    marker = np.asarray([TEAM_MARKER.format(b=b) for b in range(n_blocks)], dtype=StringDType())
     ids = np.strings.add(np.asarray(bc.ids, dtype=StringDType())[base_row], suffix[block]).tolist()
     texts = np.strings.add(np.asarray(bc.texts, dtype=StringDType())[base_row], marker[block]).tolist()
     titles = (bc.titles * n_blocks)[:n]
@@ -359,18 +465,18 @@ def scale_dataset(n_vectors: int, seed: int = 0, vectors: str = "synthetic", *, 
     corpus = Corpus(
         ids=ids, titles=titles, texts=texts,
         doc_id=_interned(bc.doc_id, suffix, block, base_row),
-        family=_interned(bc.family, suffix, block, base_row),
         version=bc.version[base_row], source=bc.source[base_row], authority=bc.authority[base_row],
         created_at=bc.created_at[base_row] + shift, valid_from=bc.valid_from[base_row] + shift,
         valid_to=bc.valid_to[base_row] + shift,  # +inf stays +inf
         depends_on=_tile_ragged(bc.depends_on, n_blocks, n, m),
         supersedes=np.where(sup >= 0, sup + first, -1),
+        offset_start=bc.offset_start[base_row], offset_end=bc.offset_end[base_row],
         index_of=dict(zip(ids, range(n))),
     )
 
     # Queries: eligible (block, query) pairs, whole blocks in a seeded order, the last block a seeded subset.
-    refs = bq.gold.copy()  # the last base row each query needs
-    for r in (bq.stale, bq.rumor):
+    refs = np.full(len(bq), -1, dtype=np.int64)  # the last base row each query needs
+    for r in (bq.relevant, bq.stale, bq.rumor):
         np.maximum.at(refs, r.row_ids(), r.indices)
     rows_in_block = np.minimum(m, n - np.arange(n_blocks) * m)
     rng_q = _rng(seed, "queries")
@@ -398,9 +504,14 @@ def scale_dataset(n_vectors: int, seed: int = 0, vectors: str = "synthetic", *, 
     queries = Queries(
         ids=np.strings.add(np.asarray(bq.ids, dtype=StringDType())[q_base], suffix[q_block]).tolist(),
         texts=q_texts, query_time=bq.query_time[q_base] + q_shift, as_of=bq.as_of[q_base] + q_shift,
-        category=bq.category[q_base], split=bq.split[q_base], gold=bq.gold[q_base] + q_first,
+        category=bq.category[q_base], split=bq.split[q_base],
+        relevant=_gather_ragged(bq.relevant, q_base, q_first),
+        grades=_gather_ragged(bq.grades, q_base, np.zeros(len(q_base), dtype=np.int64)),
         stale=_gather_ragged(bq.stale, q_base, q_first), rumor=_gather_ragged(bq.rumor, q_base, q_first),
+        family=np.empty(0, dtype=object),  # set below: the labels' query families
     )
+    labels = _tile_labels(base.labels, suffix, block, base_row, q_block, q_base, offsets)
+    queries.family = labels.query_family  # as load_dataset does: the cluster of a query is its family
     t_struct = time.perf_counter() - t1
 
     t2 = time.perf_counter()
@@ -422,7 +533,7 @@ def scale_dataset(n_vectors: int, seed: int = 0, vectors: str = "synthetic", *, 
             "timings_s": {"base_and_model": round(t_base, 3), "structure": round(t_struct, 3),
                           "vectors": round(t_vec, 3)}}
     return ScaleData(corpus=corpus, queries=queries, corpus_vectors=cvec, query_vectors=qvec, block=block,
-                     base_row=base_row, kind=base.kind[base_row], query_block=q_block, query_base=q_base,
+                     base_row=base_row, labels=labels, query_block=q_block, query_base=q_base,
                      offsets=offsets, info=info)
 
 
@@ -456,6 +567,23 @@ def top_k(query_vectors: np.ndarray, corpus_vectors: np.ndarray, k: int,
     return np.take_along_axis(best_i, order, 1), np.take_along_axis(best_s, order, 1)
 
 
+def _consecutive_sections(corpus: Corpus, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row pairs (a, b): b is the section right after a in one document version (by ``offset_start``), in
+    every block. Found on block 0 (rows ``< m``, a whole base copy or the truncated start of one) and tiled:
+    the blocks share the base's layout."""
+    n = len(corpus)
+    m0 = min(m, n)
+    key = np.unique(np.asarray([f"{d}\0{v}" for d, v in zip(corpus.doc_id[:m0], corpus.version[:m0])]),
+                    return_inverse=True)[1]
+    srt = np.lexsort((np.arange(m0), corpus.offset_start[:m0], key))
+    same = key[srt[:-1]] == key[srt[1:]]
+    a0, b0 = srt[:-1][same], srt[1:][same]
+    shift = np.arange(-(-n // m), dtype=np.int64)[:, None] * m
+    a, b = (a0[None, :] + shift).ravel(), (b0[None, :] + shift).ravel()
+    keep = (a < n) & (b < n)
+    return a[keep], b[keep]
+
+
 def similarity_stats(data: ScaleData, k: int = 10, n_pairs: int = 20_000, seed: int = 0) -> dict:
     """The similarity structure of a scaled dataset.
 
@@ -484,20 +612,21 @@ def similarity_stats(data: ScaleData, k: int = 10, n_pairs: int = 20_000, seed: 
     def cos(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.einsum("ij,ij->i", c[a], c[b])
 
+    labels = data.labels
     has = corpus.supersedes >= 0
-    fact = has & (data.kind == "fact")
+    fact = has & (labels.chunk_doc_type == "policy") & (labels.chunk_kind == "statement")  # the policy's fact
     out["fact_versions_cos"] = _summary(cos(np.nonzero(fact)[0], corpus.supersedes[fact]))
     out["any_versions_cos"] = _summary(cos(np.nonzero(has)[0], corpus.supersedes[has]))
-    r = np.arange(n - 1)
-    same_doc = (corpus.doc_id[:-1] == corpus.doc_id[1:]) & (corpus.version[:-1] == corpus.version[1:])
-    out["doc_sections_cos"] = _summary(cos(r[same_doc], r[same_doc] + 1))
-    rng = _rng(seed, "pairs")
     m = int(data.base_row.max()) + 1
+    a, b = _consecutive_sections(corpus, m)
+    out["doc_sections_cos"] = _summary(cos(a, b))
+    rng = _rng(seed, "pairs")
     full = n // m  # whole blocks
     if full >= 1:
         b1 = rng.integers(full, size=n_pairs)
         i, j = rng.integers(m, size=n_pairs), rng.integers(m, size=n_pairs)
-        diff = corpus.family[i] != corpus.family[j]  # block 0's families differ iff base families differ
+        fam = labels.chunk_family  # block 0's families differ iff base families differ
+        diff = (fam[i] != fam[j]) & (fam[i] != "") & (fam[j] != "")
         out["families_same_block_cos"] = _summary(cos((b1 * m + i)[diff], (b1 * m + j)[diff]))
     if full >= 2:
         b2 = (b1 + rng.integers(1, full, size=n_pairs)) % full

@@ -414,7 +414,8 @@ def tiny_corpus() -> tuple[Corpus, np.ndarray]:
     corpus = Corpus(
         ids=[f"c{i}" for i in range(n)], titles=[""] * n, texts=[f"t{i}" for i in range(n)],
         doc_id=np.array(["pol", "pol", "rb", "rb", "chat", "pol"], dtype=object),
-        family=np.array(["f"] * n, dtype=object),
+        offset_start=np.array([0, 0, 0, 3, 0, 0], dtype=np.int64),  # c3 follows c2 in the runbook ("t2\nt3")
+        offset_end=np.array([2, 2, 2, 5, 2, 2], dtype=np.int64),
         version=np.array([r["ver"] for r in rows], dtype=np.int64),
         source=np.array([r["src"] for r in rows], dtype=object),
         authority=np.array([r["auth"] for r in rows]),
@@ -439,8 +440,8 @@ def test_retriever_writes_the_graph_to_a_real_sqlite_file(tmp_path):
         ents = kg.query_entities()
         assert [e["name"] for e in ents] == ["c0", "c1", "c2", "c3", "c4"]  # c5: created after serve time
         e0, e1 = ents[0], ents[1]
-        assert e0["properties"] == {"chunk_id": "c0", "doc_id": "pol", "version": 1, "source": "policy_doc",
-                                    "family": "f"}
+        # no family: a retriever never sees the generator's labels
+        assert e0["properties"] == {"chunk_id": "c0", "doc_id": "pol", "version": 1, "source": "policy_doc"}
         assert (e0["base_confidence"], e0["decay_rate"], e0["valid_from"], e0["valid_until"]) == (0.9, 0.01, 0, 100)
         assert (e1["valid_from"], e1["valid_until"], e1["created_at"]) == (100.0, None, 90.0)
         _ids, mat = kg.vectors()

@@ -369,10 +369,19 @@ def test_writer_exiting_before_the_hot_state_recovers_on_open(tmp_path):
 # ---- the benchmark system ------------------------------------------------------------------------------------
 
 def _corpus(rows_: list[dict]) -> Corpus:
+    """The chunks of one document version in row order (offsets as if joined by a newline), unless a row
+    gives its ``start`` offset."""
     n = len(rows_)
+    start, at = [], {}
+    for r in rows_:
+        s = r.get("start", at.get((r["doc"], r["version"]), 0))
+        start.append(s)
+        at[(r["doc"], r["version"])] = s + len(r["text"]) + 1
     return Corpus(
         ids=[f"c{i}" for i in range(n)], titles=[""] * n, texts=[r["text"] for r in rows_],
-        doc_id=np.array([r["doc"] for r in rows_], dtype=object), family=np.array(["f"] * n, dtype=object),
+        doc_id=np.array([r["doc"] for r in rows_], dtype=object),
+        offset_start=np.array(start, dtype=np.int64),
+        offset_end=np.array([s + len(r["text"]) for s, r in zip(start, rows_)], dtype=np.int64),
         version=np.array([r["version"] for r in rows_], dtype=np.int64), source=np.array(["wiki"] * n, dtype=object),
         authority=np.full(n, 0.9), created_at=np.array([r["created"] for r in rows_], dtype=np.float64),
         valid_from=np.array([r["vf"] for r in rows_], dtype=np.float64),

@@ -14,6 +14,7 @@ import pytest
 
 from experiments import lvl_eval
 from experiments.lvl_eval import CorpusMap, judge_queries, run, settings
+from smartvector_bench.csr import Ragged
 from smartvector_bench.dataset import load_dataset
 from smartvector_bench.errors import BenchError
 from smartvector_bench.lvl import Hit
@@ -240,12 +241,17 @@ def test_temporal_accuracy_is_against_the_gold_rows_and_nothing_leaks(small):
     by_id = {qid: i for i, qid in enumerate(q.ids)}
     records = tmp["per_query"]
     assert sorted(r["query_id"] for r in records) == sorted(q.ids)
+    labels = ds.labels
     for r in records:
         i = by_id[r["query_id"]]
         gold = int(q.gold[i])
         assert r["gold"] == c.ids[gold] and r["category"] == str(q.category[i])
+        assert r["relevant"] == [c.ids[j] for j in q.relevant.row(i)] == [r["gold"]]
         assert c.valid_from[gold] <= q.as_of[i] < c.valid_to[gold]  # the gold row is the one valid at as_of
-        assert r["correct"] == (r["gold"] in r["top1"]) == (r["gold_rank"] == 1)
+        # ... and it states the family's value at as_of (from labels/, which the lake never sees)
+        assert labels.chunk_kind[gold] == "statement" and labels.chunk_family[gold] == q.family[i]
+        assert labels.chunk_value[gold] == labels.timelines[q.family[i]].value_at(q.as_of[i])
+        assert r["correct"] == bool(set(r["relevant"]) & set(r["top1"])) == (r["gold_rank"] == 1)
     for cat in ("current", "historical"):
         rs = [r for r in records if r["category"] == cat]
         m = tmp[cat]
@@ -281,6 +287,32 @@ def test_returned_rows_are_mapped_by_document_text_and_window(small):
     assert judged["records"][0]["correct"] is True and judged["records"][0]["top1"] == [c.ids[gold]]
 
 
+def test_any_relevant_row_counts_not_only_the_gold_one(small):
+    """Judged correct means top-1 in the query's relevant set (qrels score >= 1), whichever relevant row it is."""
+    _, out = small
+    ds = load_dataset(out / "dataset")
+    q, c = ds.queries, ds.corpus
+    cmap = CorpusMap(c)
+    i = next(i for i in range(len(q)) if q.category[i] == "historical")
+    gold = int(q.gold[i])
+    other = next(j for j in range(len(c)) if j != gold and c.doc_id[j] == c.doc_id[gold]
+                 and c.valid_from[j] <= q.as_of[i] < c.valid_to[j] and c.texts[j] != c.texts[gold])
+
+    def hit(j):
+        return Hit(str(c.doc_id[j]), chunk_hash(c.texts[j]), 0, c.texts[j], 0.5, float(c.valid_from[j]),
+                   float(c.valid_to[j]), 1, "cold")
+
+    two = q.subset(np.arange(len(q)) == i)
+    two.relevant = Ragged.from_lists([[gold, other]])
+    two.grades = Ragged.from_lists([[2, 1]])
+    rec = judge_queries([[hit(other), hit(gold)]], two, np.array([0]), cmap, 10)["records"][0]
+    assert rec["gold"] == c.ids[gold] and rec["relevant"] == [c.ids[gold], c.ids[other]]
+    assert rec["correct"] is True and rec["gold_rank"] == 1 and rec["top1"] == [c.ids[other]]
+    # with the gold row alone relevant, the same hits put it at rank 2
+    rec = judge_queries([[hit(other), hit(gold)]], q, np.array([i]), cmap, 10)["records"][0]
+    assert rec["correct"] is False and rec["gold_rank"] == 2 and rec["rr"] == 0.5
+
+
 def test_a_given_lake_path_is_kept_and_hnsw_detects_the_same_changes(small, tmp_path):
     result, _ = small
     lake = tmp_path / "lake"
@@ -296,11 +328,26 @@ def test_a_given_lake_path_is_kept_and_hnsw_detects_the_same_changes(small, tmp_
 
 def test_an_existing_lvl_folder_is_accepted_through_dataset_path(small, tmp_path):
     result, out = small
+    manifest = json.loads((out / "dataset" / "manifest.json").read_text())
+    assert result["dataset"]["sha256"] == manifest["dataset_sha256"]  # load_dataset checked it
     again = run(compose_config(SMALL + [f"dataset.path={out / 'dataset'}", "experiment.repeats=1"]), tmp_path / "out")
     assert not (tmp_path / "out" / "dataset").exists()  # used in place, nothing generated
     assert again["dataset"]["sha256"] == result["dataset"]["sha256"]
     assert again["reembedding"]["per_document"] == result["reembedding"]["per_document"]
     assert again["temporal"]["per_query"] == result["temporal"]["per_query"]  # deterministic answers
+
+
+def test_an_edited_ground_truth_file_is_refused(small, tmp_path):
+    import shutil
+
+    _, out = small
+    folder = tmp_path / "ds"
+    shutil.copytree(out / "dataset", folder)
+    docs = folder / "documents.jsonl"
+    docs.write_text(docs.read_text().replace("company handbook", "company handbook.", 1))
+    with pytest.raises(BenchError, match=r"documents\.jsonl: sha256 differs from manifest\.json"):
+        run(compose_config(SMALL + [f"dataset.path={folder}"]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 # -- the real model ------------------------------------------------------------------------------------------

@@ -11,9 +11,12 @@ import time
 import numpy as np
 import pytest
 
+from smartvector_bench.csr import Ragged
+from smartvector_bench.dataset import load_dataset
 from smartvector_bench.errors import BenchError
 from smartvector_bench.scale import (
-    DIM, REAL_LIMIT, REAL_STATS_3K, STAT_TOLERANCES, load_base, scale_dataset, similarity_stats, within_tolerance,
+    DIM, REAL_LIMIT, REAL_STATS_3K, STAT_TOLERANCES, backward_order, load_base, scale_dataset, similarity_stats,
+    within_tolerance,
 )
 from smartvector_bench.timeutil import from_days
 
@@ -32,6 +35,35 @@ def data():
 
 def test_base_is_the_default_dataset(base):
     assert len(base.corpus) == 258 and len(base.queries) == 138
+    assert len(base.labels.chunk_family) == 258 and len(base.labels.query_family) == 138
+
+
+def test_base_rows_are_the_generated_rows_with_every_reference_pointing_backwards(base, default_dataset):
+    c, order = base.corpus, base.order
+    assert sorted(order.tolist()) == list(range(258))
+    rows = np.arange(258)
+    assert np.all(c.supersedes < rows) and np.all(c.depends_on.indices < c.depends_on.row_ids())
+    ds = load_dataset(default_dataset)  # the same config (the default dataset), written by the generator
+    g = ds.corpus
+    assert c.ids == [g.ids[i] for i in order.tolist()] and c.texts == [g.texts[i] for i in order.tolist()]
+    # the same references, re-indexed: a chunk supersedes / depends on the same chunk ids as generated
+    for k, i in enumerate(order.tolist()):
+        assert (c.supersedes[k] < 0) == (g.supersedes[i] < 0)
+        if c.supersedes[k] >= 0:
+            assert c.ids[c.supersedes[k]] == g.ids[g.supersedes[i]]
+        assert [c.ids[j] for j in c.depends_on.row(k)] == [g.ids[j] for j in g.depends_on.row(i)]
+    assert list(base.labels.chunk_family) == list(ds.labels.chunk_family[order])
+    # the same judgments, best grade first then lowest row (as the loader sorts them)
+    for q in range(len(ds.queries)):
+        got = [(c.ids[j], gr) for j, gr in zip(base.queries.relevant.row(q), base.queries.grades.row(q))]
+        want = [(g.ids[j], gr) for j, gr in zip(ds.queries.relevant.row(q), ds.queries.grades.row(q))]
+        assert sorted(got) == sorted(want)
+        keys = [(-gr, c.index_of[cid]) for cid, gr in got]
+        assert keys == sorted(keys)
+        assert sorted(c.ids[j] for j in base.queries.stale.row(q)) == sorted(g.ids[j] for j in ds.queries.stale.row(q))
+        assert sorted(c.ids[j] for j in base.queries.rumor.row(q)) == sorted(g.ids[j] for j in ds.queries.rumor.row(q))
+    # the generated order is kept where references allow: most rows are not moved past a later one
+    assert np.mean(np.diff(order) > 0) > 0.5
 
 
 @pytest.mark.parametrize("n", [1, 257, 258, 259, N])
@@ -39,8 +71,10 @@ def test_exact_row_count(n):
     d = scale_dataset(n, seed=0, n_queries=50)
     c = d.corpus
     assert len(c) == n
-    for col in (c.titles, c.texts, c.doc_id, c.family, c.version, c.source, c.authority, c.created_at,
-                c.valid_from, c.valid_to, c.supersedes, d.block, d.base_row, d.kind):
+    lab = d.labels
+    for col in (c.titles, c.texts, c.doc_id, c.version, c.source, c.authority, c.created_at, c.valid_from,
+                c.valid_to, c.supersedes, c.offset_start, c.offset_end, d.block, d.base_row, lab.chunk_family,
+                lab.chunk_doc_type, lab.chunk_kind, lab.chunk_value):
         assert len(col) == n
     assert c.depends_on.n_rows == n and len(c.index_of) == n
     assert d.corpus_vectors.shape == (n, DIM)
@@ -56,8 +90,8 @@ def test_ids_unique_and_suffixed_per_block(data, base):
         b, i = r // 258, r % 258
         assert c.ids[r] == f"{base.corpus.ids[i]}~{b}"
         assert c.doc_id[r] == f"{base.corpus.doc_id[i]}~{b}"
-        assert c.family[r] == f"{base.corpus.family[i]}~{b}"
-        assert c.texts[r] == f"{base.corpus.texts[i]} (team {b})"
+        assert data.labels.chunk_family[r] == f"{base.labels.chunk_family[i]}~{b}"
+        assert c.texts[r] == f"{base.corpus.texts[i]} ~{b}"
     # A text belongs to exactly one block (teams never share a text).
     owner: dict[str, int] = {}
     for text, b in zip(c.texts, data.block.tolist()):
@@ -66,7 +100,18 @@ def test_ids_unique_and_suffixed_per_block(data, base):
     rows = data.base_row
     assert np.array_equal(c.version, base.corpus.version[rows])
     assert np.array_equal(c.authority, base.corpus.authority[rows])
-    assert list(c.source) == list(base.corpus.source[rows]) and list(data.kind) == list(base.kind[rows])
+    assert list(c.source) == list(base.corpus.source[rows])
+    assert np.array_equal(c.offset_start, base.corpus.offset_start[rows])
+    assert np.array_equal(c.offset_end, base.corpus.offset_end[rows])
+    for col in ("chunk_doc_type", "chunk_kind"):
+        assert list(getattr(data.labels, col)) == list(getattr(base.labels, col)[rows])
+    assert np.array_equal(data.labels.chunk_value, base.labels.chunk_value[rows], equal_nan=True)
+    # each team has its own timelines, shifted with its chunks
+    for b in (0, 5):
+        for key, t in base.labels.timelines.items():
+            tb = data.labels.timelines[f"{key}~{b}"]
+            assert np.array_equal(tb.effective_from, t.effective_from + data.offsets[b])
+            assert np.array_equal(tb.values, t.values)
 
 
 def test_references_stay_in_their_block_at_the_same_relative_row(data, base):
@@ -100,7 +145,12 @@ def test_times_shifted_per_block_and_windows_consistent(data, base):
     assert np.array_equal(c.valid_to[sup[has]], c.valid_from[has])  # the successor starts when it ends
     assert len(np.unique(sup[has])) == has.sum()  # superseded at most once
     succ = c.superseded_by()
-    assert np.all(np.isinf(c.valid_to[succ < 0]) | (data.kind[succ < 0] != "fact"))
+    # A policy's latest version stays open: in the whole blocks, a fact without successor has no end (in the
+    # truncated last block a successor can lie past row N).
+    fact = (data.labels.chunk_doc_type == "policy") & (data.labels.chunk_kind == "statement")
+    whole = data.block < N // 258
+    last = whole & fact & (succ < 0)
+    assert last.sum() == 11 * 12 and np.all(np.isinf(c.valid_to[last]))  # 12 families per block
 
 
 def test_queries_reindexed_and_golds_valid_at_as_of(data, base):
@@ -110,6 +160,19 @@ def test_queries_reindexed_and_golds_valid_at_as_of(data, base):
     assert len(blocks) == 8  # seven whole blocks of 138 and a part of an eighth
     assert np.array_equal(data.block[q.gold], data.query_block)
     assert np.array_equal(data.base_row[q.gold], bq.gold[data.query_base])
+    rows = q.relevant.row_ids()
+    assert np.array_equal(data.block[q.relevant.indices], data.query_block[rows])
+    assert np.array_equal(q.relevant.counts(), bq.relevant.counts()[data.query_base])
+    assert np.array_equal(q.grades.counts(), q.relevant.counts())
+    for j in range(0, len(q), 97):
+        assert np.array_equal(data.base_row[q.relevant.row(j)], bq.relevant.row(int(data.query_base[j])))
+        assert np.array_equal(q.grades.row(j), bq.grades.row(int(data.query_base[j])))
+    assert list(q.family) == [f"{bq.family[i]}~{b}" for i, b in zip(data.query_base, data.query_block)]
+    assert list(data.labels.query_family) == list(q.family)
+    assert list(data.labels.query_asks) == list(base.labels.query_asks[data.query_base])
+    # a relevant chunk is of the query's (team's) family and in force at as_of
+    assert np.all(data.labels.chunk_family[q.relevant.indices] == q.family[rows])
+    assert np.all((c.valid_from[q.relevant.indices] <= q.as_of[rows]) & (q.as_of[rows] < c.valid_to[q.relevant.indices]))
     shift = data.offsets[data.query_block]
     assert np.array_equal(q.as_of, bq.as_of[data.query_base] + shift)
     assert np.array_equal(q.query_time, bq.query_time[data.query_base] + shift)
@@ -118,18 +181,23 @@ def test_queries_reindexed_and_golds_valid_at_as_of(data, base):
     for ragged in (q.stale, q.rumor):
         rows = ragged.row_ids()
         assert np.array_equal(data.block[ragged.indices], data.query_block[rows])
-    assert np.all(c.valid_to[q.stale.indices] <= q.as_of[q.stale.row_ids()])  # stale versions had ended
+    # a stale chunk states a value that had been superseded by as_of: by as_of it existed, and its value is
+    # not the one the (shifted) family timeline has in force then
+    srows = q.stale.row_ids()
+    assert np.all(c.created_at[q.stale.indices] <= q.as_of[srows])
+    truth = np.array([data.labels.timelines[q.family[r]].value_at(q.as_of[r]) for r in srows])
+    assert np.all(data.labels.chunk_value[q.stale.indices] != truth)
     assert len(q.rumor.indices) > 0 and len(q.stale.indices) > 0
     for j in np.nonzero(q.category == "historical")[0][:20]:
         d = from_days(q.as_of[j])
         assert f"{d.day} {d:%B %Y}" in q.texts[j]
-        assert q.texts[j].endswith(f" (team {data.query_block[j]})")
+        assert q.texts[j].endswith(f" ~{data.query_block[j]}")
 
 
 def test_query_sample_only_uses_rows_that_exist():
     d = scale_dataset(300, seed=3, n_queries=10_000)  # block 1 has 42 rows: only its queries that fit
     q = d.queries
-    assert np.all(q.gold < 300) and np.all(q.stale.indices < 300) and np.all(q.rumor.indices < 300)
+    assert np.all(q.relevant.indices < 300) and np.all(q.stale.indices < 300) and np.all(q.rumor.indices < 300)
     assert 138 < len(q) < 2 * 138
     assert len(scale_dataset(N, seed=0, n_queries=10_000).queries) > 11 * 138  # capped at what exists
 
@@ -208,6 +276,15 @@ def test_bad_arguments_and_real_limit():
         scale_dataset(10, sigma=-1)
 
 
+def test_a_copy_stays_within_the_chunk_size_up_to_a_million_rows(base):
+    # The package behind smartvector_ref splits a text of more than chunk_chars (200) characters into two
+    # vectors; the longest base text with the longest team marker of a 1M-row build must still fit.
+    blocks = -(-1_000_000 // 258)
+    longest = max(len(t) for t in base.corpus.texts) + len(f" ~{blocks - 1}")
+    assert longest <= base.config["chunk_chars"] == 200
+    assert max(len(t) for t in scale_dataset(N, seed=0, n_queries=0).corpus.texts) <= 200
+
+
 def test_real_vectors_embed_the_team_texts():
     d = scale_dataset(300, seed=0, vectors="real", n_queries=20)  # block 0 and 42 rows of block 1
     assert d.corpus_vectors.shape == (300, DIM)
@@ -222,3 +299,25 @@ def test_one_hundred_thousand_rows_build_fast():
     d = scale_dataset(100_000, seed=0, n_queries=100)
     assert time.perf_counter() - t < 20  # about 1.2 s here; a per-row Python loop would not be
     assert len(d.corpus) == 100_000 and len(set(d.corpus.ids[-300:])) == 300
+
+
+def test_backward_order_waits_for_references_and_refuses_a_cycle(base):
+    # rows 0..4: 0 depends on 3, 1 supersedes 4, 3 depends on 2; 2 and 4 reference nothing
+    c = base.corpus
+    five = dict(depends_on=Ragged.from_lists([[3], [], [], [2], []]), supersedes=np.array([-1, 4, -1, -1, -1]))
+    small = _corpus_like(c, 5, **five)
+    order = backward_order(small)
+    assert order.tolist() == [2, 3, 0, 4, 1]  # the lowest waiting row first
+    assert backward_order(_corpus_like(c, 3, depends_on=Ragged.from_lists([[], [0], [1]]),
+                                       supersedes=np.array([-1, -1, 0]))).tolist() == [0, 1, 2]  # identity
+    with pytest.raises(BenchError, match="reference cycle"):
+        backward_order(_corpus_like(c, 2, depends_on=Ragged.from_lists([[1], [0]]), supersedes=np.array([-1, -1])))
+
+
+def _corpus_like(c, n: int, **cols):
+    from dataclasses import replace
+
+    cut = {k: getattr(c, k)[:n] for k in ("doc_id", "version", "source", "authority", "created_at", "valid_from",
+                                          "valid_to", "offset_start", "offset_end")}
+    return replace(c, ids=c.ids[:n], titles=c.titles[:n], texts=c.texts[:n], **cut, **cols,
+                   index_of={i: k for k, i in enumerate(c.ids[:n])})

@@ -448,8 +448,14 @@ def test_load_documents_rebuilds_latest_versions(tmp_path):
         mine = [c.text for c in Chunker("sentences", 200)(text)]
         theirs = [r["text"] for r in sorted((r for r in rows if r["metadata"]["doc_id"] == d
                                              and r["metadata"]["version"] == latest[d]),
-                                            key=lambda r: r["metadata"]["chunk_index"])]
+                                            key=lambda r: r["metadata"]["offset_start"])]
         assert mine == theirs, d
+    # the corpus rows are shuffled: a document's chunks are not in file order, only the offsets order them
+    first_line = {}
+    for lineno, r in enumerate(rows):
+        m = r["metadata"]
+        first_line.setdefault((m["doc_id"], m["version"]), []).append((m["offset_start"], lineno))
+    assert any([ln for _, ln in sorted(v)] != sorted(ln for _, ln in v) for v in first_line.values())
 
 
 def test_load_documents_rejects_wrong_offsets(tmp_path):
@@ -459,7 +465,7 @@ def test_load_documents_rejects_wrong_offsets(tmp_path):
     latest: dict[str, int] = {}
     for r in rows:
         latest[r["metadata"]["doc_id"]] = max(latest.get(r["metadata"]["doc_id"], 0), r["metadata"]["version"])
-    target = next(i for i, r in enumerate(rows) if r["metadata"]["chunk_index"] == 1
+    target = next(i for i, r in enumerate(rows) if r["metadata"]["offset_start"] > 0  # not a document's first chunk
                   and r["metadata"]["version"] == latest[r["metadata"]["doc_id"]])
     rows[target]["metadata"]["offset_start"] += 1
     (path / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")

@@ -2,11 +2,16 @@
 
 from .bootstrap import bootstrap_ci, bootstrap_mean_ci
 from .calibration import bin_index, ece
+from .clustered import (cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
+                        paired_cluster_permutation_test)
+from .graded import ir_metrics, success_at_1
 from .ranking import correct_at_1, in_sets, reciprocal_rank, recall_at_k
 from .significance import mcnemar_exact
 from .temporal import leakage_rate, leaked
 
 __all__ = [
-    "bin_index", "bootstrap_ci", "bootstrap_mean_ci", "correct_at_1", "ece", "in_sets", "leakage_rate", "leaked",
-    "mcnemar_exact", "recall_at_k", "reciprocal_rank",
+    "bin_index", "bootstrap_ci", "bootstrap_mean_ci", "cluster_bootstrap_ci", "cluster_bootstrap_mean_ci",
+    "correct_at_1", "design_effect", "ece", "in_sets", "ir_metrics", "leakage_rate", "leaked", "mcnemar_exact",
+    "minimum_detectable_difference", "paired_cluster_permutation_test", "recall_at_k", "reciprocal_rank",
+    "success_at_1",
 ]

@@ -214,10 +214,11 @@ def corpus_prefix(corpus: Corpus, m: int) -> Corpus:
     deps = Ragged(corpus.depends_on.indptr[: m + 1].copy(),
                   corpus.depends_on.indices[: corpus.depends_on.indptr[m]].copy())
     out = replace(corpus, ids=corpus.ids[:m], titles=corpus.titles[:m], texts=corpus.texts[:m],
-                  doc_id=corpus.doc_id[:m], family=corpus.family[:m], version=corpus.version[:m],
+                  doc_id=corpus.doc_id[:m], version=corpus.version[:m],
                   source=corpus.source[:m], authority=corpus.authority[:m], created_at=corpus.created_at[:m],
                   valid_from=corpus.valid_from[:m], valid_to=corpus.valid_to[:m], depends_on=deps,
-                  supersedes=corpus.supersedes[:m],
+                  supersedes=corpus.supersedes[:m], offset_start=corpus.offset_start[:m],
+                  offset_end=corpus.offset_end[:m],
                   index_of={k: v for k, v in corpus.index_of.items() if v < m})
     assert (out.supersedes < m).all() and (deps.indices < m).all(), "corpus_prefix: a forward reference"
     return out

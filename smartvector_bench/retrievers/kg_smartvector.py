@@ -4,7 +4,7 @@
 ``db_path`` if configured (it must not exist yet; relative to the working directory), else to
 ``<system temp dir>/kg_smartvector_*/kg.sqlite``, deleted when the retriever is closed or garbage-collected
 (the path is in ``describe()``). It ingests one entity per chunk created by ``serve_time`` (entity_type
-``chunk``; properties ``chunk_id``, ``doc_id``, ``version``, ``source``, ``family``; ``created_at`` from the
+``chunk``; properties ``chunk_id``, ``doc_id``, ``version``, ``source``; ``created_at`` from the
 data; ``base_confidence`` = the chunk's authority; ``decay_rate`` from the config; ``valid_from`` /
 ``valid_until`` from its metadata, an open end as NULL), its vector in ``kg_vectors``, a ``depends_on`` row per
 given dependency and a ``supersedes`` row per supersession (each created when the later of its two chunks
@@ -183,7 +183,7 @@ class KGSmartVector:
                 ent[i] = kg.insert_entity(
                     "chunk", corpus.ids[i],
                     {"chunk_id": corpus.ids[i], "doc_id": str(corpus.doc_id[i]), "version": int(corpus.version[i]),
-                     "source": str(corpus.source[i]), "family": str(corpus.family[i])},
+                     "source": str(corpus.source[i])},
                     at=float(corpus.created_at[i]), base_confidence=float(corpus.authority[i]),
                     valid_from=float(corpus.valid_from[i]), valid_until=float(corpus.valid_to[i]))
                 kg.set_vector(int(ent[i]), vectors[i])
@@ -294,7 +294,7 @@ class KGSmartVector:
         return out
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **_ignored) -> Run:
         snap = self._snapshot()
         nq = len(query_vectors)
         ranked = np.full((nq, k), -1, dtype=np.int64)

@@ -1,8 +1,8 @@
 """LiveVectorLake (arXiv 2601.05270) as a benchmark system, on a real Delta Lake table (``smartvector_bench.lvl``).
 
-**Index.** Every (doc_id, version) of the corpus is rebuilt as a text: its chunks in corpus order (the
-generator writes them in ``chunk_index`` order) joined by a blank line, so each of our sections is one
-paragraph. Versions are ingested in time order (``created_at``, then effective time, doc_id, version) through
+**Index.** Every (doc_id, version) of the corpus is rebuilt as a text: its chunks in document order
+(``offset_start``, ties in corpus order; the corpus rows themselves are shuffled) joined by a blank line, so
+each of our sections is one paragraph. Versions are ingested in time order (``created_at``, then effective time, doc_id, version) through
 the lake's per-document CDC. A version takes effect at ``max(created_at, valid_from)``: ``valid_from`` because
 the corpus windows and the queries' ``as_of`` are valid time ("what held at T"); ingesting at ``created_at``
 would close a policy's previous version days before the new one is in force (policies here are written up to
@@ -98,7 +98,7 @@ class Version:
 def corpus_versions(corpus: Corpus) -> list[Version]:
     """Every (doc_id, version) of the corpus as a text, plus retirements, in ingest order."""
     groups: dict[tuple[str, int], list[int]] = {}
-    for i in range(len(corpus)):
+    for i in np.argsort(corpus.offset_start, kind="stable").tolist():  # document order within each version
         groups.setdefault((str(corpus.doc_id[i]), int(corpus.version[i])), []).append(i)
     by_doc: dict[str, list[Version]] = {}
     for (doc_id, version), rows in groups.items():
@@ -264,7 +264,7 @@ class LiveVectorLakeRetriever:
         return v.para_chunk[v.para_hash.index(chunk_id)] if chunk_id in v.para_hash else -1
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **_ignored) -> Run:
         if self.lake is None:
             raise BenchError(f"{self.name}: search() before index()")
         fetch = k + _TIE_MARGIN

@@ -1,61 +1,104 @@
-"""Oracle: an upper bound with perfect metadata, like VersionRAG's version filter.
+"""Oracle: a ceiling that reads the ground-truth labels (the only system that does: ``reads_labels = True``).
 
-Among the chunks valid at the query's as_of (valid_from <= as_of < valid_to, and created by then), rank by
-cosine; then, among the ``candidates`` most similar of those, the most authoritative source comes first
-(a stable re-rank by authority, cosine order within equal authority). It never returns a chunk outside its
-validity window (temporal leakage 0 by construction). Reported confidence: the top-1 cosine clipped to [0, 1].
+The harness calls ``index(corpus, vectors, serve_time)``, then ``index_labels(chunk_family, chunk_kind)`` (one
+family key and one kind per corpus row, "" for none), and passes ``query_family=`` (aligned with the query
+batch) to ``search``.
+
+It is the ceiling of what metadata can tell: it knows which chunks state the query's fact (family and kind
+``statement`` from the labels, so no other section or policy competes), and ranks those by the trust
+metadata alone. What it cannot know is which statement is current when an authoritative source lags or a
+less authoritative one is ahead: only time can tell those apart.
+
+Rule: among the chunks in force at the query's as_of (``created_at <= as_of`` and
+``valid_from <= as_of < valid_to``) whose family equals the query's family and that are statements (when
+kinds are given), the most authoritative
+(``corpus.authority`` descending) comes first, cosine breaking ties (then the lower corpus index); after them,
+to fill k, every other chunk in force at as_of by cosine (then the lower index). A query whose family is ""
+has no same-family chunk (a chunk with no family is never the query's family). Reported confidence: the
+top-1 cosine clipped to [0, 1] (NaN when nothing is in force).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
 from ..dataset import Corpus
+from ..errors import BenchError
 from ..index import FlatIndex
-from ..run import Run, rank_by_score
+from ..run import Run
 from ..settings import section
 from . import register
+from .valid_cosine import cosine_confidence, in_force
 
 
 @dataclass(frozen=True)
 class OracleParams:
-    candidates: int = 10  # how many of the most similar valid chunks compete on authority
-    POSITIVE: ClassVar[tuple[str, ...]] = ("candidates",)
+    pass  # no settings; the section still rejects unknown keys
 
 
 @register("oracle")
 class Oracle:
     name = "oracle"
+    reads_labels = True
 
     def __init__(self, cfg: dict):
         self.p = section(OracleParams, {k: v for k, v in cfg.items() if k != "kind"}, "retrievers.oracle")
+        self._chunk_family: np.ndarray | None = None
+        self._statement: np.ndarray | None = None
 
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
         self.corpus = corpus
         self._index = FlatIndex(vectors)
+        self._chunk_family = None  # labels belong to one corpus: index_labels must follow
+
+    def index_labels(self, chunk_family: np.ndarray, chunk_kind: np.ndarray | None = None) -> None:
+        fam = np.asarray(chunk_family, dtype=object).reshape(-1)
+        if len(fam) != len(self.corpus):
+            raise BenchError(f"oracle: {len(fam)} chunk families for {len(self.corpus)} corpus rows")
+        self._chunk_family = fam
+        if chunk_kind is None:
+            self._statement = np.ones(len(fam), dtype=bool)
+        else:
+            kind = np.asarray(chunk_kind, dtype=object).reshape(-1)
+            if len(kind) != len(fam):
+                raise BenchError(f"oracle: {len(kind)} chunk kinds for {len(fam)} corpus rows")
+            self._statement = kind == "statement"
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, query_family: np.ndarray | None = None, **labels) -> Run:
+        if query_family is None or self._chunk_family is None:
+            raise BenchError("oracle: needs the ground-truth labels (index_labels(chunk_family) after index(), "
+                             "and search(..., query_family=...)); it is the only system that reads them")
+        qf = np.asarray(query_family, dtype=object).reshape(-1)
+        as_of = np.asarray(as_of, dtype=np.float64).reshape(-1)
+        if len(qf) != len(as_of):
+            raise BenchError(f"oracle: {len(qf)} query families for {len(as_of)} queries")
         c = self.corpus
+        n = len(c)
         cos = self._index.all_scores(query_vectors)
-        t = np.asarray(as_of, dtype=np.float64)[:, None]
-        valid = (c.valid_from[None, :] <= t) & (t < c.valid_to[None, :]) & (c.created_at[None, :] <= t)
-        cos = np.where(valid, cos, -np.inf)
-        depth = max(k, self.p.candidates)
-        ranked, top = rank_by_score(cos, depth)
-        # Stable re-rank of the candidate head by authority (descending); -1 padding stays last.
-        head = ranked[:, : self.p.candidates]
-        auth = np.where(head >= 0, c.authority[np.where(head >= 0, head, 0)], -np.inf)
-        order = np.argsort(-auth, axis=1, kind="stable")
-        ranked[:, : self.p.candidates] = np.take_along_axis(head, order, axis=1)
-        top[:, : self.p.candidates] = np.take_along_axis(top[:, : self.p.candidates], order, axis=1)
-        ranked, top = ranked[:, :k], top[:, :k]
-        confidence = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
-        return Run(self.name, ranked, top, confidence)
+        ok = in_force(c, as_of)
+        same = (ok & (qf[:, None] == self._chunk_family[None, :]) & (qf[:, None] != "")
+                & self._statement[None, :])
+        group = np.where(same, 0, np.where(ok, 1, 2))  # same family, other in force, excluded
+        auth = np.where(same, -c.authority[None, :].astype(np.float64), 0.0)
+        idx = np.broadcast_to(np.arange(n, dtype=np.int64), cos.shape)
+        # lexsort sorts by the last key first: group, then authority (same family only), cosine, index.
+        order = np.lexsort((idx, -cos, auth, group), axis=1)[:, :k]
+        ranked = np.take_along_axis(idx, order, axis=1).astype(np.int64)
+        top = np.take_along_axis(cos, order, axis=1).astype(np.float64)
+        dropped = np.take_along_axis(group, order, axis=1) == 2
+        ranked[dropped], top[dropped] = -1, np.nan
+        if ranked.shape[1] < k:
+            pad = k - ranked.shape[1]
+            ranked = np.pad(ranked, ((0, 0), (0, pad)), constant_values=-1)
+            top = np.pad(top, ((0, 0), (0, pad)), constant_values=np.nan)
+        return Run(self.name, ranked, top, cosine_confidence(ranked, top))
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]",
-                "rule": f"valid at as_of; the most authoritative of the {self.p.candidates} most similar first"}
+                "rule": "reads the ground-truth labels: among the statements (kind) of the query's family (family) "
+                        "in force at as_of, the most authoritative first (cosine breaks ties); then every other "
+                        "chunk in force at as_of by cosine",
+                "reads_labels": True}

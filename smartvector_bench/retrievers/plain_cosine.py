@@ -26,7 +26,7 @@ class PlainCosine:
         self._index = FlatIndex(vectors)
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **_ignored) -> Run:
         scores, ids = self._index.search(query_vectors, k + _TIE_MARGIN)
         ranked, top = rank_by_score(scores, k, candidates=ids)
         confidence = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)

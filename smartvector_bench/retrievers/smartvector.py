@@ -448,7 +448,7 @@ class SmartVector:
         return max(1, min(self.policy.query_batch, int(sp.memory_budget_mb * 2**20) // per_query))
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **_ignored) -> Run:
         q = len(query_vectors)
         as_of = np.asarray(as_of, dtype=np.float64)
         out = (np.full((q, k), -1, dtype=np.int64), np.full((q, k), np.nan), np.full(q, np.nan))

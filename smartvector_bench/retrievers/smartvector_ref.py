@@ -4,7 +4,8 @@ driven through its public API as a system in experiment=main. Nothing of it is r
 Ingest. Every chunk created by ``serve_time`` goes in, in time order (``created_at``, then corpus order), through
 one ``SmartVectorDB.ingest_document`` call each. Its text is a single chunk of <= 200 characters, so the package's
 factory makes exactly one SmartVector (asserted). The package doc_id is ``<our doc_id>#<position>``, the position
-being the chunk's place among the chunks of its document version in corpus order; so the package's chunk_index is
+being the chunk's place among the chunks of its document version in document order (``offset_start``, ties in
+corpus order; the corpus rows themselves are shuffled); so the package's chunk_index is
 always 0, and ``_find_existing_chunk(doc_id, 0)`` finds the same position of the previous version: when a
 chunk's successor is ingested, the package marks the predecessor DEPRECATED itself. version = our version,
 created_at = ours as a naive datetime (the package uses naive ``datetime.now()``), authority = ours,
@@ -141,10 +142,11 @@ def hashable_vectors(enabled: bool) -> Iterator[None]:
 
 
 def chunk_positions(corpus: Corpus) -> np.ndarray:
-    """Position of each chunk among the chunks of its (doc_id, version), in corpus order."""
+    """Position of each chunk among the chunks of its (doc_id, version), by ``offset_start`` (ties in corpus
+    order)."""
     seen: dict[tuple[str, int], int] = {}
     pos = np.zeros(len(corpus), dtype=np.int64)
-    for i in range(len(corpus)):
+    for i in np.argsort(corpus.offset_start, kind="stable").tolist():
         key = (str(corpus.doc_id[i]), int(corpus.version[i]))
         pos[i] = seen.get(key, 0)
         seen[key] = pos[i] + 1
@@ -263,7 +265,7 @@ class SmartVectorRef:
 
     # -- queries --------------------------------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **_ignored) -> Run:
         t0 = time.perf_counter()
         q = len(as_of)
         if texts is None or len(texts) != q:

@@ -50,12 +50,12 @@ METRICS_FILE = "metrics.json"
 STATUSES = ("complete", "skipped", "failed", "missing")
 USABLE = ("complete", "skipped")
 SPLITS = ("dev", "test")
-CI_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "leakage_at_10")
+CI_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10", "leakage_at_10")
 SUMMARY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece")
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
 RESULT_COLUMNS = (("system", "split", "n_queries")
                   + tuple(c for m in CI_METRICS for c in (m, f"{m}_lo", f"{m}_hi"))
-                  + ("mcnemar_p", "dataset_sha256", "dataset_seed", "git_sha", "config_sha256"))
+                  + ("mcnemar_p", "permutation_p", "dataset_sha256", "dataset_seed", "git_sha", "config_sha256"))
 
 BASIC_SWEEPER = "hydra._internal.core_plugins.basic_sweeper.BasicSweeper"
 
@@ -346,7 +346,7 @@ def tidy_rows(c: Collection) -> tuple[list[str], list[dict]]:
             for split in [s for s in SPLITS if s in per_split] + sorted(set(per_split) - set(SPLITS)):
                 sm = per_split[split] or {}
                 row = {**base, "system": system, "split": split, "n_queries": sm.get("n_queries"), **common,
-                       "mcnemar_p": sm.get("mcnemar_p")}
+                       "mcnemar_p": sm.get("mcnemar_p"), "permutation_p": sm.get("permutation_p")}
                 for key in CI_METRICS:
                     row[key] = sm.get(key)
                     row[f"{key}_lo"], row[f"{key}_hi"] = _ci(sm, key)

@@ -1,8 +1,9 @@
 """The seeded edit stream that every update strategy replays, and the documents it starts from.
 
 Documents (:func:`load_documents`): the latest version of every ``doc_id`` of a BEIR dataset folder, its
-text rebuilt by joining the chunk texts with ``"\\n"`` in ``chunk_index`` order; the rebuild must reproduce
-every chunk's recorded ``offset_start`` / ``offset_end`` exactly, or a :class:`BenchError` names the line.
+text rebuilt by joining the chunk texts with ``"\\n"`` in ``offset_start`` order (corpus rows may come in any
+order); the rebuild must reproduce every chunk's recorded ``offset_start`` / ``offset_end`` exactly, or a
+:class:`BenchError` names the line.
 
 Edits (:func:`make_edits`), drawn with ``numpy.random.default_rng(seed)``; each one picks an edit type
 from the weighted ``mix`` and then a document uniformly (``paragraph_delete``: among documents with at
@@ -64,7 +65,7 @@ def load_documents(path: str | Path) -> dict[str, str]:
     corpus = Path(path) / "corpus.jsonl"
     if not corpus.is_file():
         raise BenchError(f"{corpus}: file is missing")
-    rows: dict[str, dict[int, list[tuple[int, int, int, int, str]]]] = {}
+    rows: dict[str, dict[int, list[tuple[int, int, int, str]]]] = {}
     with corpus.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -73,28 +74,23 @@ def load_documents(path: str | Path) -> dict[str, str]:
             try:
                 obj = json.loads(line)
                 meta = obj["metadata"]
-                rec = (int(meta["chunk_index"]), int(meta["offset_start"]), int(meta["offset_end"]), lineno,
-                       str(obj["text"]))
+                rec = (int(meta["offset_start"]), int(meta["offset_end"]), lineno, str(obj["text"]))
                 doc_id, version = str(meta["doc_id"]), int(meta["version"])
             except json.JSONDecodeError as exc:
                 raise BenchError(f"{where}: not valid JSON ({exc.msg})") from None
             except (KeyError, TypeError, ValueError) as exc:
-                raise BenchError(f"{where}: needs text and metadata.doc_id, version, chunk_index, offset_start, "
-                                 f"offset_end ({exc!r})") from None
+                raise BenchError(f"{where}: needs text and metadata.doc_id, version, offset_start, offset_end "
+                                 f"({exc!r})") from None
             rows.setdefault(doc_id, {}).setdefault(version, []).append(rec)
     if not rows:
         raise BenchError(f"{corpus}: file is empty")
     docs = {}
     for doc_id in sorted(rows):
         version = max(rows[doc_id])
-        chunks = sorted(rows[doc_id][version])
-        indices = [c[0] for c in chunks]
-        if indices != list(range(len(chunks))):
-            raise BenchError(f"{corpus}:{chunks[0][3]}: {doc_id} v{version} has chunk_index {indices}, "
-                             f"expected 0..{len(chunks) - 1}")
-        text = "\n".join(c[4] for c in chunks)
+        chunks = sorted(rows[doc_id][version])  # by offset_start (then offset_end, line)
+        text = "\n".join(c[3] for c in chunks)
         pos = 0
-        for idx, start, end, lineno, chunk_text in chunks:
+        for idx, (start, end, lineno, chunk_text) in enumerate(chunks):
             if (start, end) != (pos, pos + len(chunk_text)) or text[start:end] != chunk_text:
                 raise BenchError(f"{corpus}:{lineno}: {doc_id} v{version} chunk {idx}: offsets [{start}, {end}) "
                                  f"do not match the text rebuilt by joining the chunks with a newline "

@@ -1,0 +1,79 @@
+"""The text catalog's types: a policy *topic* (a kind of fact with its own wording) and its *scopes* (the
+populations, regions or products it is set for). A benchmark family is one (topic, scope) pair: its own
+fact, with its own history of values, and its own documents.
+
+Placeholders in templates:
+
+- ``{who}``: the scope's audience (``Scope.who``), e.g. "warehouse staff";
+- ``{v}``: the value, rendered with the topic's ``phrase`` (only in ``fact`` and ``runbook_step``);
+- ``{topic}``: the topic's short noun phrase; ``{doc}``: the topic's document title (``Topic.title``);
+- number fillers (:data:`FILLERS`), drawn per family and fixed across versions, except ``{date}``, the date
+  the document version was published: ``{ext}``, ``{ticket}``, ``{section}``, ``{headcount}``, ``{date}``,
+  ``{days}``, ``{room}``, ``{form}``;
+- questions: ``{who}``; historical questions also ``{date}`` (the as-of date).
+
+Rules (checked by :mod:`data_gen.catalog.checks` and tests/test_catalog.py): every policy and runbook section,
+rendered with any scope, value and the longest fillers, is 101..199 characters (so the ~200-character sentence
+chunker makes one chunk per section) and contains a digit; no section other than ``fact`` and
+``runbook_step`` contains a rendering of any of the topic's values, and such a section shares at most two
+content words with the topic's questions (so that it does not restate what they ask); ``{who}`` appears at
+most once per section (required in ``fact`` and ``runbook_step``); questions contain no digit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Number fillers: name -> (shortest rendering, longest rendering). The generator draws each per family.
+FILLERS: dict[str, tuple[str, str]] = {
+    "ext": ("2000", "8999"),                 # phone extension, 4 digits
+    "ticket": ("REQ-10000", "REQ-99999"),    # a ticket or request number
+    "section": ("1.1", "9.9"),               # a section number of the handbook
+    "headcount": ("120", "4,900"),           # how many people or accounts are covered
+    "date": ("1 May 2024", "28 September 2024"),  # the version's publication date
+    "days": ("2", "15"),                     # a small count of working days (notice, reminders)
+    "room": ("1.01", "9.40"),                # a meeting room
+    "form": ("F-101", "F-999"),              # a form number
+}
+
+
+@dataclass(frozen=True)
+class Scope:
+    key: str    # snake_case, unique within its topic, e.g. "warehouse"
+    who: str    # the audience as it reads in a sentence, plural, lower case unless a proper noun: "warehouse staff"
+    title: str  # the same in title case, for document titles: "Warehouse Staff"
+
+
+@dataclass(frozen=True)
+class Topic:
+    key: str                 # snake_case, unique in the catalog
+    title: str               # policy document title, e.g. "Annual Leave Policy"
+    runbook_title: str       # the operational document that applies the value, naming its system
+    topic: str               # short noun phrase, e.g. "annual leave allowance"
+    phrase: str              # how a value reads, with {n}: "{n} days", "${n} per day", "every {n} days"
+    values: tuple[int, ...]  # >= 7 distinct plausible values, increasing
+    scopes: tuple[Scope, ...]             # exactly 5
+    fact: tuple[str, ...]                 # >= 6: states {v} for {who}
+    scope: tuple[str, ...]                # >= 5: who or what is covered; no value
+    procedure: tuple[str, ...]            # >= 5: how to request, apply or comply; no value
+    contacts: tuple[str, ...]             # >= 5: owner, where to ask, review; no value
+    runbook_step: tuple[str, ...]         # >= 5: the configuration step that applies {v} for {who}
+    runbook_prereq: tuple[str, ...]       # >= 5: access and approvals needed; no value
+    runbook_verify: tuple[str, ...]       # >= 5: how to check the change; no value
+    questions: tuple[str, ...]            # >= 9: asking the value in force now for {who}
+    historical_questions: tuple[str, ...]  # >= 3: asking the value for {who} on {date}
+    dependent_questions: tuple[str, ...]  # >= 4: asking what to configure in the system for {who}
+
+    def render(self, n: int) -> str:
+        return self.phrase.format(n=n)
+
+
+MIN_COUNTS = {"fact": 6, "scope": 5, "procedure": 5, "contacts": 5, "runbook_step": 5, "runbook_prereq": 5,
+              "runbook_verify": 5, "questions": 9, "historical_questions": 3, "dependent_questions": 4}
+N_SCOPES = 5
+MIN_VALUES = 7
+SECTIONS = ("fact", "scope", "procedure", "contacts", "runbook_step", "runbook_prereq", "runbook_verify")
+VALUE_SECTIONS = ("fact", "runbook_step")
+QUESTION_FIELDS = ("questions", "historical_questions", "dependent_questions")
+SECTION_MIN, SECTION_MAX = 101, 199
+QUESTION_MAX = 160

@@ -1,0 +1,93 @@
+"""Labels stay with the evaluator: no retriever (but the declared oracle) can see them.
+
+The proof is behavioural: every system runs twice through the real experiment, once on a generated dataset and
+once on a copy whose labels, qrels and query judgments are scrambled, and must return exactly the same
+rankings, scores and confidences. A system that read a family, a kind, a value, a stale or rumour set or the
+qrels (directly or through anything the harness hands it) would see different inputs the second time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from experiments.main import run as run_main
+from smartvector_bench.dataset import Corpus
+from smartvector_bench.retrievers import build_retriever, registered
+
+from .conftest import compose_config, write_tiny
+
+LABEL_READERS = {"oracle"}
+
+
+def _scramble(src: Path, dst: Path, seed: int = 7) -> None:
+    shutil.copytree(src, dst)
+    rng = random.Random(seed)
+    (dst / "manifest.json").unlink()  # its hashes would (rightly) reject the edited files
+    chunks = [json.loads(x) for x in (dst / "labels" / "chunks.jsonl").read_text().splitlines()]
+    fields = [{k: v for k, v in c.items() if k != "_id"} for c in chunks]
+    rng.shuffle(fields)
+    (dst / "labels" / "chunks.jsonl").write_text(
+        "".join(json.dumps({"_id": c["_id"], **f}) + "\n" for c, f in zip(chunks, fields)))
+    queries = [json.loads(x) for x in (dst / "labels" / "queries.jsonl").read_text().splitlines()]
+    qfields = [{k: v for k, v in q.items() if k != "_id"} for q in queries]
+    rng.shuffle(qfields)
+    (dst / "labels" / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q["_id"], **f}) + "\n" for q, f in zip(queries, qfields)))
+    ids = [c["_id"] for c in chunks]
+    for split in ("dev", "test"):
+        path = dst / "qrels" / f"{split}.tsv"
+        lines = path.read_text().splitlines()
+        qids = sorted({ln.split("\t")[0] for ln in lines[1:]})
+        path.write_text("\n".join([lines[0]] + [f"{q}\t{rng.choice(ids)}\t1" for q in qids]) + "\n")
+
+
+def _runs(folder: Path, out: Path, systems: list[str]) -> dict[str, list]:
+    cfg = compose_config(["embedder=hashing", f"dataset.path={folder}", f"systems=[{','.join(systems)}]",
+                          "experiment.n_boot=20", "experiment.n_permutations=20", "+experiment.progress=false"])
+    run_main(cfg, out)
+    result = {}
+    for name in systems:
+        rows = [json.loads(x) for x in (out / f"run_{name}.jsonl").read_text().splitlines()[1:]]
+        result[name] = [(r["query_id"], r["ranked"], r["scores"], r["confidence"]) for r in rows]
+    return result
+
+
+def test_corpus_has_no_label_fields():
+    names = {f.name for f in dataclasses.fields(Corpus)}
+    assert not names & {"family", "kind", "value", "gold", "relevant", "stale", "rumor", "category", "split",
+                        "doc_type", "chunk_index"}
+
+
+@pytest.mark.slow
+def test_rankings_do_not_depend_on_labels(tmp_path):
+    original = write_tiny(tmp_path / "ds")
+    scrambled = tmp_path / "scrambled"
+    _scramble(original, scrambled)
+    systems = [s for s in compose_config()["retrievers"] if s in registered() and s not in LABEL_READERS]
+    a = _runs(original, tmp_path / "run_a", systems)
+    b = _runs(scrambled, tmp_path / "run_b", systems)
+    for name in systems:
+        assert a[name] == b[name], f"{name}: its rankings changed when only the labels changed"
+
+
+def test_the_scramble_changes_what_the_oracle_sees(tmp_path):
+    """The test above can fail: the oracle, which reads labels, does change."""
+    original = write_tiny(tmp_path / "ds")
+    scrambled = tmp_path / "scrambled"
+    _scramble(original, scrambled)
+    a = _runs(original, tmp_path / "run_a", ["oracle"])
+    b = _runs(scrambled, tmp_path / "run_b", ["oracle"])
+    assert a["oracle"] != b["oracle"]
+
+
+def test_only_declared_systems_read_labels():
+    cfg = compose_config()["retrievers"]
+    readers = {name for name in registered() if name in cfg
+               and getattr(build_retriever(cfg[name].get("kind", name), dict(cfg[name])), "reads_labels", False)}
+    assert readers == LABEL_READERS
