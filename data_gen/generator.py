@@ -20,7 +20,9 @@ family's contacts) and message replies. Ids are opaque, the corpus rows are shuf
 kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.labels`.
 
 Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, family)``), so changing one knob
-(say the contradiction rate) leaves every other draw as it was. Counts depend on the config only.
+(say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents, families and
+queries (per family and per category kind) depend on the config only; which messages confirm and which are
+notes is drawn per message (``confirmation_rate``), and so are the categories a query's judgments imply.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def _series_summary(rows: list[dict], split: str) -> dict:
             continue
         at_now = min(series, key=lambda r: abs(r["days_from_now"]))
         after = [r["top1"] for r in series if r["days_from_now"] >= 0]
-        out[name] = {"split": p.eval_split, "top1_first": series[0]["top1"], "top1_at_now": at_now["top1"],
+        out[name] = {"split": split, "top1_first": series[0]["top1"], "top1_at_now": at_now["top1"],
                      "top1_last": series[-1]["top1"], "top1_last_ci": [series[-1]["top1_lo"], series[-1]["top1_hi"]],
                      "top1_mean": round(float(np.mean([r["top1"] for r in series])), 6),
                      "top1_mean_after_now": round(float(np.mean(after)), 6) if after else None,

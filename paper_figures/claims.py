@@ -2,9 +2,12 @@
 results under ``results/`` (nothing is recomputed), and a verdict decided by the rule written beside it.
 
     python paper_figures/claims.py                 # print the table
-    python paper_figures/claims.py --write-readme  # replace the README section between the claims markers
+    python paper_figures/claims.py --write-readme  # rewrite every generated README section (see SECTIONS)
 
-A claim whose results file is missing is listed as "not measured (missing <file>)".
+A claim whose results file is missing is listed as "not measured (missing <file>)". ``--write-readme`` also
+rewrites the README's other tables that come straight from ``results/`` (the main tables of both profiles,
+the shortcut audit, the seeds summary), each between its own ``<!-- name:start -->`` / ``<!-- name:end -->``
+markers, with the same rendering code as the experiments' own ``table.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ sys.path.insert(0, str(REPO))
 
 from smartvector_bench.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
+from smartvector_bench.report import main_table, ordered, power_line  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 
@@ -75,6 +79,14 @@ def main_claims(results: Path) -> list[tuple[str, str, str, str]]:
             f"(p = {sv['mcnemar_p']:.2g}){seed_line}")
     if ref:
         ours += f"; the paper's own package {_pct(ref['top1'])}"
+    vc = m["systems"].get("valid_cosine", {}).get("test")
+    if vc:
+        ours += f"; valid_cosine (validity window + cosine) {_pct(vc['top1'])}"
+    large = _load(results, "main_large/metrics.json")
+    if large and "smartvector" in large["systems"] and "plain_cosine" in large["systems"]:
+        lp, ls = large["systems"]["plain_cosine"]["test"], large["systems"]["smartvector"]["test"]
+        ours += (f"; large profile ({lp['n_queries']} test queries): {_pct(lp['top1'])}{_ci(lp['top1_ci'])} -> "
+                 f"{_pct(ls['top1'])}{_ci(ls['top1_ci'])}")
     rows.append((f"top-1 accuracy doubles over plain cosine RAG ({_pct(claimed['plain_cosine']['top1'])} -> "
                  f"{_pct(claimed['smartvector']['top1'])})", ours, verdict,
                  "holds: >= 1.5x, McNemar p < 0.05, higher over seeds; partly: significantly higher, or higher "
@@ -88,7 +100,8 @@ def main_claims(results: Path) -> list[tuple[str, str, str, str]]:
         claim = f"{label} falls ({fmt(claimed['plain_cosine'][key])} -> {fmt(claimed['smartvector'][key])})"
         ours = f"{fmt(a)} -> {fmt(b)}"
         if key == "stale_rate":
-            ours += " (0 by construction: superseded vectors are excluded)"
+            ours += (" (0 by construction: superseded vectors are excluded)" if b == 0 else
+                     " (superseded versions are excluded by status; what remains are lagging sources still in force)")
         rows.append((claim, ours, verdict, "holds: lower with disjoint 95% intervals"))
     return rows
 
@@ -161,11 +174,17 @@ def update_claims(results: Path) -> list[tuple[str, str, str, str]]:
         summ = fl["summary"]
         live, frozen = summ["smartvector_live"], summ["smartvector_frozen"]
         p = summ.get("last_round_mcnemar_live_vs", {}).get("smartvector_frozen", {}).get("p_value")
-        verdict = "holds" if live["top1_last"] > frozen["top1_last"] and p is not None and p < 0.05 else "partly"
-        rows.append(("user feedback reconsolidates confidence and improves answers over time",
-                     f"held-out top-1 {_pct(live['top1_first'])} -> {_pct(live['top1_last'])} with feedback, "
-                     f"{_pct(frozen['top1_last'])} without (p {'< 1e-6' if p < 1e-6 else f'= {p:.2g}'})", verdict,
-                     "holds: higher than the frozen system in the last round, McNemar p < 0.05"))
+        higher = live["top1_last"] > frozen["top1_last"]
+        verdict = ("holds" if higher and p is not None and p < 0.05 else "partly" if higher else "does not hold")
+        ours = (f"held-out families: top-1 {_pct(live['top1_first'])} -> {_pct(live['top1_last'])} with feedback, "
+                f"{_pct(frozen['top1_last'])} without (McNemar p {'< 1e-6' if p is not None and p < 1e-6 else f'= {p:.2g}'})")
+        ins = summ.get("in_sample", {})
+        if "smartvector_live" in ins and "smartvector_frozen" in ins:
+            ours += (f"; in sample (the dev families that gave the feedback): {_pct(ins['smartvector_live']['top1_last'])} "
+                     f"vs {_pct(ins['smartvector_frozen']['top1_last'])}")
+        rows.append(("user feedback reconsolidates confidence and improves answers over time", ours, verdict,
+                     "on families that gave no feedback: holds if higher than the frozen system in the last round "
+                     "with McNemar p < 0.05; partly if higher; does not hold otherwise"))
     return rows
 
 
@@ -216,13 +235,127 @@ def table(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def write_readme(readme: Path, text: str) -> None:
+def _main_section(results: Path, rel: str) -> str:
+    m = _load(results, rel)
+    if m is None:
+        return f"not measured (missing {rel})\n"
+    d = m["dataset"]
+    head = (f"`{d['name']}`, seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries in "
+            f"{d.get('n_families', '-')} families; test split = the held-out families "
+            f"(`results/{rel}`, dataset sha256 {d['sha256'][:12]}).")
+    return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}\n"
+
+
+def _audit_section(results: Path) -> str:
+    doc = _load(results, "shortcut_audit/shortcut_audit.json")
+    if doc is None:
+        return "not measured (missing shortcut_audit/shortcut_audit.json)\n"
+    from experiments.shortcut_audit import render
+
+    lines = render(doc).splitlines()
+    return "\n".join(lines[2:]).strip() + "\n"  # without the file's own title
+
+
+def _seeds_section(results: Path) -> str:
+    doc = _load(results, "seeds/summary.json")
+    if doc is None:
+        return "not measured (missing seeds/summary.json)\n"
+    sysm = doc["results"]["systems"]
+    seeds = doc["results"]["seeds"]
+    out = [f"Dataset seeds {', '.join(map(str, seeds))} (`results/seeds/`), test split, mean (sample sd):", "",
+           "| system | top-1 | stale rate | rumour rate | ECE |", "|---|---|---|---|---|"]
+    for name in ordered(sysm):
+        t = sysm[name]["test"]
+        cells = []
+        for key in ("top1", "stale_rate", "rumor_rate", "ece"):
+            v = t.get(key) or {}
+            mean, sd = v.get("mean"), v.get("sd")
+            if mean is None:
+                cells.append("-")
+            elif key == "ece":
+                cells.append(f"{mean:.3f} ({(sd or 0):.3f})")
+            else:
+                cells.append(f"{100 * mean:.1f}% ({100 * (sd or 0):.1f})")
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _rendered(results: Path, rel: str, module: str, func: str, skip: int) -> str:
+    """An experiment's own table.md rendering of its stored result, without its first ``skip`` lines."""
+    doc = _load(results, rel)
+    if doc is None:
+        return f"not measured (missing {rel})\n"
+    import importlib
+
+    mod = importlib.import_module(module)
+    text = getattr(mod, func)(doc) if func != "_table" else mod._table(doc, doc["summary"])
+    return "\n".join(text.splitlines()[skip:]).strip() + "\n"
+
+
+def _run_rows(folder: Path, system: str) -> dict[str, dict] | None:
+    path = folder / f"run_{system}.jsonl"
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()[1:]
+    return {r["query_id"]: r for r in map(json.loads, lines)}
+
+
+def oracle_gaps(results: Path, rel: str = "main") -> list[dict]:
+    """Per system: test queries it answers right and the oracle wrong, by what the oracle returned instead."""
+    folder = results / rel
+    oracle = _run_rows(folder, "oracle")
+    m = _load(results, f"{rel}/metrics.json")
+    if oracle is None or m is None:
+        return []
+    out = []
+    for name in ordered(m["systems"]):
+        rows = _run_rows(folder, name) if name != "oracle" else None
+        if not rows:
+            continue
+        won = [q for q, r in rows.items() if r["split"] == "test" and r["correct"] and not oracle[q]["correct"]]
+        lost = [q for q, r in rows.items() if r["split"] == "test" and not r["correct"] and oracle[q]["correct"]]
+        out.append({"system": name, "above": len(won), "below": len(lost),
+                    "oracle_stale": sum(oracle[q]["stale"] for q in won),
+                    "oracle_rumor": sum(oracle[q]["rumor"] for q in won),
+                    "categories": sorted({oracle[q]["category"] for q in won})})
+    return out
+
+
+def _oracle_section(results: Path) -> str:
+    out = ["| profile | system | test queries right where the oracle is wrong | of which the oracle's answer was "
+           "stale / a rumour | wrong where the oracle is right |", "|---|---|---|---|---|"]
+    any_rows = False
+    for rel in ("main", "main_large"):
+        for g in oracle_gaps(results, rel):
+            any_rows = True
+            out.append(f"| {rel} | {g['system']} | {g['above']} | {g['oracle_stale']} / {g['oracle_rumor']} | "
+                       f"{g['below']} |")
+    return ("\n".join(out) if any_rows else "not measured (missing run files)") + "\n"
+
+
+def sections(results: Path) -> dict[str, str]:
+    """Every generated README section, by marker name."""
+    return {"claims": table(results), "main": _main_section(results, "main/metrics.json"),
+            "main_large": _main_section(results, "main_large/metrics.json"), "audit": _audit_section(results),
+            "seeds": _seeds_section(results), "oracle": _oracle_section(results),
+            "reembed": _rendered(results, "reembed_cost/reembed_cost.json", "experiments.reembed_cost", "render", 2),
+            "feedback": _rendered(results, "feedback_loop/feedback_loop.json", "experiments.feedback_loop", "_table",
+                                  2)}
+
+
+def write_readme(readme: Path, texts: dict[str, str] | str) -> None:
+    """Replace each named section (a plain string is the claims section)."""
+    if isinstance(texts, str):
+        texts = {"claims": texts}
     body = readme.read_text(encoding="utf-8")
-    if START not in body or END not in body:
-        raise SystemExit(f"{readme}: no {START} ... {END} section to replace")
-    head, rest = body.split(START, 1)
-    _, tail = rest.split(END, 1)
-    atomic_write_text(readme, f"{head}{START}\n{text}{END}{tail}")
+    for name, text in texts.items():
+        start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+        if start not in body or end not in body:
+            raise SystemExit(f"{readme}: no {start} ... {end} section to replace")
+        head, rest = body.split(start, 1)
+        _, tail = rest.split(end, 1)
+        body = f"{head}{start}\n{text}{end}{tail}"
+    atomic_write_text(readme, body)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -230,10 +363,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--results", default=str(REPO / "results"))
     ap.add_argument("--write-readme", action="store_true")
     args = ap.parse_args(argv)
-    text = table(Path(args.results))
+    texts = sections(Path(args.results))
     if args.write_readme:
-        write_readme(REPO / "README.md", text)
-    print(text)
+        write_readme(REPO / "README.md", texts)
+    print(texts["claims"])
 
 
 if __name__ == "__main__":

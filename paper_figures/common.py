@@ -56,15 +56,27 @@ PNG_METADATA = {"Software": None}
 PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-bench paper_figures",
                 "Creator": "smartvector-bench paper_figures"}
 
-# Systems in the order of the main table; unknown names follow, sorted.
-SYSTEM_ORDER = ("plain_cosine", "smartvector", "smartvector_ref", "livevectorlake", "kg_smartvector", "oracle",
+# Systems in the order of the main table (experiments/main.py, conf/bench.yaml: the baselines, the SmartVector
+# family, the peers, then the metadata filter and the label-reading oracle); the feedback loop's live and
+# frozen SmartVector follow. Unknown names come after these, sorted.
+SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector",
+                "smartvector_ref", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle",
                 "smartvector_live", "smartvector_frozen")
-PALETTE = {"plain_cosine": "#7f7f7f", "smartvector": "#1f77b4", "smartvector_ref": "#9467bd",
-           "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "oracle": "#8c564b",
-           "smartvector_live": "#1f77b4", "smartvector_frozen": "#17becf"}
-EXTRA_COLOURS = ("#d62728", "#e377c2", "#bcbd22", "#393b79", "#637939", "#843c39")
+# Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
+BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine")
+CEILINGS = ("oracle",)
+CEILING_HATCH = "////"
+PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
+           "recent_cosine": "#e377c2", "smartvector": "#1f77b4", "smartvector_ref": "#9467bd",
+           "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "metadata_filter": "#8c564b",
+           "oracle": "#393b79", "smartvector_live": "#1f77b4", "smartvector_frozen": "#aec7e8"}
+EXTRA_COLOURS = ("#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1", "#e6550d")
 PAPER_COLOUR = "#d62728"
 USABLE_STATUS = ("complete", "skipped")
+# The interval of every per-query metric in metrics.json (and the feedback loop's rounds): a cluster bootstrap
+# that resamples whole policy families, since the queries of one family are not independent.
+CLUSTER_CI = "95% cluster bootstrap intervals over families"
+CLUSTER_CI_ONE = "95% cluster bootstrap interval over families"
 
 
 class FigureInputError(ValueError):
@@ -84,6 +96,16 @@ def system_order(names) -> list[str]:
     names = set(names)
     known = [s for s in SYSTEM_ORDER if s in names]
     return known + sorted(names - set(known))
+
+
+def line_style(name: str) -> str:
+    """Line style of a system in line plots: baselines dashed, the ceiling dotted, the rest solid."""
+    return "--" if name in BASELINES else (":" if name in CEILINGS else "-")
+
+
+def hatch(name: str) -> str | None:
+    """Bar hatch: the label-reading ceiling is hatched, so it is not read as a deployable system."""
+    return CEILING_HATCH if name in CEILINGS else None
 
 
 def colours(names) -> dict[str, str]:
@@ -176,6 +198,31 @@ def get_list(obj, path: Path, *keys: str, length: int | None = None, allow_none:
         want = "a list" if length is None else f"a list of {length}"
         raise FigureInputError(f"{where}: expected {want}, got {v!r}")
     return [as_float(x, where, allow_none=allow_none) for x in v]
+
+
+def split_counts(metrics: dict, path: Path, systems, split: str = "test") -> tuple[int | None, int | None]:
+    """(queries, families) of ``split`` if every system agrees, else None for that count; ``n_families`` is
+    optional (files before v2 have none), a present non-integer count is malformed."""
+    out = []
+    for key in ("n_queries", "n_families"):
+        values = set()
+        for s in systems:
+            v = get(metrics, path, "systems", s, split).get(key)
+            if v is None:
+                values.add(None)
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+                raise FigureInputError(f"{path}: key systems.{s}.{split}.{key}: expected an integer, got {v!r}")
+            values.add(int(v))
+        out.append(values.pop() if len(values) == 1 else None)
+    return out[0], out[1]
+
+
+def count_phrase(n_queries: int | None, n_families: int | None) -> str:
+    """"n = 70 queries in 6 families" (or less, with what is known)."""
+    if not n_queries:
+        return ""
+    return f"n = {n_queries} queries" + (f" in {n_families} families" if n_families else "")
 
 
 def main_systems(metrics: dict, path: Path, split: str = "test") -> list[str]:

@@ -1,6 +1,8 @@
 """Signal ablation: top-1 accuracy (test split) for each weights preset (``paper``, ``no_*`` drops one signal,
-``only_*`` keeps one), one panel per system: bars are the mean over dataset seeds, whiskers one sample
-standard deviation over seeds; the dashed line marks the ``paper`` preset.
+``only_*`` keeps one), one panel per system that uses the weights: bars are the mean over dataset seeds,
+whiskers one sample standard deviation over seeds; the dashed line marks the ``paper`` preset. The baselines
+in the sweep (plain_cosine, valid_cosine: they ignore the weights) get no panel of their own but a dotted
+reference line in every panel, at their mean over seeds (of the ``paper`` preset's jobs if there are any).
 
 Input: ``results/ablation/tidy.csv`` (column ``weights``). Output: ``fig_ablation.png`` / ``.pdf``.
 """
@@ -20,6 +22,7 @@ NAME = "fig_ablation"
 INPUT = Path("ablation") / "tidy.csv"
 PRESET = "weights"
 REFERENCE = "paper"
+REFERENCE_SYSTEMS = ("plain_cosine", "valid_cosine")  # ignore the weights: one value per seed, a line
 
 
 def preset_order(names) -> list[str]:
@@ -51,9 +54,15 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     values, seeds = load(path)
     if not values:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    systems = c.system_order({s for s, _ in values})
-    presets = preset_order({p for _, p in values})
-    col = c.colours(systems)
+    everything = c.system_order({s for s, _ in values})
+    col = c.colours(everything)
+    systems = [s for s in everything if s not in REFERENCE_SYSTEMS] or everything  # baselines alone: panels
+    lines = {}
+    for s in everything:
+        if s in REFERENCE_SYSTEMS and s not in systems:
+            rows = values.get((s, REFERENCE)) or [v for (s2, _), vs in sorted(values.items()) if s2 == s for v in vs]
+            lines[s] = c.mean_sd(rows)[0]
+    presets = preset_order({p for s, p in values if s in systems})
     ncols = min(3, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     fig = c.new_figure(max(6.0, 3.3 * ncols + 0.9), (0.24 * len(presets) + 0.9) * nrows + 0.5)
@@ -72,6 +81,10 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
                     fontsize=6, zorder=4)
         if (s, REFERENCE) in values:
             ax.axvline(c.mean_sd(values[s, REFERENCE])[0], color="black", ls="--", lw=0.8, zorder=1)
+        for name, v in lines.items():
+            ax.axvline(v, color=col[name], ls=":", lw=1.4, zorder=1, label=f"{name} {100 * v:.1f}%")
+        if lines:
+            ax.legend(loc="lower right", frameon=True, framealpha=0.85, fontsize=6, handlelength=1.8)
         ax.set_xlim(0, 1)
         c.percent_axis(ax.xaxis)
         ax.set_title(s)
@@ -82,8 +95,10 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     for j in range(len(systems), nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
     n = len(seeds)
+    ref = f"; dotted: {', '.join(lines)} (ignore the weights)" if lines else ""
     fig.suptitle(f"Ablation of the retrieval signals by weights preset (test split)\nbars: mean over {n} "
-                 f"seed{'s' if n != 1 else ''}; whiskers: \u00b11 sample sd over seeds; dashed: {REFERENCE} preset")
+                 f"seed{'s' if n != 1 else ''}; whiskers: \u00b11 sample sd over seeds\n"
+                 f"dashed: {REFERENCE} preset{ref}")
     return c.save(fig, out_dir, NAME)
 
 

@@ -1,6 +1,7 @@
 """Contradiction sweep: top-1 accuracy (test split) against the share of chat messages that state a wrong value
-(``dataset.contradiction_rate``), per system: the line is the mean over dataset seeds, the band the min-max
-over seeds.
+(``dataset.contradiction_rate``), per system in the main table's order (plain_cosine, valid_cosine,
+smartvector, livevectorlake, kg_smartvector, oracle in the preset): the line is the mean over dataset seeds,
+the band the min-max over seeds. Baselines are dashed, the label-reading oracle (a ceiling) dotted.
 
 Input: ``results/contradiction_sweep/tidy.csv``. Output: ``fig_contradiction_sweep.png`` / ``.pdf``.
 """
@@ -48,15 +49,19 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         stats = [values[s, x] for x in xs]
         means = [c.mean_sd(v)[0] for v in stats]
         ax.fill_between(xs, [min(v) for v in stats], [max(v) for v in stats], color=col[s], alpha=0.15, lw=0)
-        ax.plot(xs, means, marker="o", ms=3, lw=1.3, color=col[s], label=s)
+        ax.plot(xs, means, marker="o", ms=3, lw=1.3, color=col[s], ls=c.line_style(s),
+                label=f"{s} (reads labels)" if s in c.CEILINGS else s)
     ax.set_ylim(0, 1)
     c.percent_axis(ax.yaxis)
     c.percent_axis(ax.xaxis)
     ax.set_xlabel("contradiction rate (share of chat messages stating a wrong value)")
     ax.set_ylabel("top-1 accuracy (test split)")
     n = len(seeds)
+    styles = (["dashed: baselines"] if any(s in c.BASELINES for s in systems) else []) + (
+        ["dotted: ceiling (reads labels)"] if any(s in c.CEILINGS for s in systems) else [])
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              title=f"line: mean over {n} seed{'s' if n != 1 else ''}\nband: min-max over seeds")
+              title="\n".join([f"line: mean over {n} seed{'s' if n != 1 else ''}", "band: min-max over seeds",
+                                 *styles]))
     ax.set_title("Top-1 vs contradiction rate")
     return c.save(fig, out_dir, NAME)
 

@@ -1,7 +1,10 @@
-"""Main comparison (test split): top-1, stale rate, rumour rate and ECE per system with 95% bootstrap intervals,
-and the SmartVector paper's claimed values (``smartvector_bench.paper_claims``) as markers.
+"""Main comparison (test split): top-1, stale rate, rumour rate and ECE per system (the baselines, the SmartVector
+family, the peers, the metadata filter and the label-reading oracle, in the main table's order) with 95% cluster
+bootstrap intervals over policy families, and the SmartVector paper's claimed values
+(``smartvector_bench.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a ceiling.
 
-Input: ``results/main/metrics.json``. Output: ``fig_main.png`` / ``fig_main.pdf``.
+Input: ``results/main/metrics.json``. Output: ``fig_main.png`` / ``fig_main.pdf``. ``fig_main_large.py`` draws
+the same chart from ``results/main_large/metrics.json`` (:func:`draw`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ PANELS = (("top1", "top-1 accuracy", True), ("stale_rate", "stale rate", True),
           ("rumor_rate", "rumour rate", True), ("ece", "ECE", False))
 
 
-def load(path: Path) -> tuple[list[str], dict, int | None]:
+def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None]:
+    """(systems in order, {system: {metric: (value, lo, hi)}}, (queries, families), dataset name or None)."""
     m = c.load_json(path)
     systems = c.main_systems(m, path, SPLIT)
     data = {}
@@ -32,19 +36,19 @@ def load(path: Path) -> tuple[list[str], dict, int | None]:
         data[s] = {}
         for key, _, _ in PANELS:
             keys = ("systems", s, SPLIT)
-            data[s][key] = (c.get_num(m, path, *keys, key), *c.get_interval(m, path, *keys, f"{key}_ci"))
-    n = {c.get(m, path, "systems", s, SPLIT).get("n_queries") for s in systems}
-    return systems, data, (n.pop() if len(n) == 1 else None)
+            data[s][key] = (c.get_num(m, path, *keys, key, allow_none=True),
+                            *c.get_interval(m, path, *keys, f"{key}_ci"))
+    ds = m.get("dataset")
+    name = ds.get("name") if isinstance(ds, dict) and isinstance(ds.get("name"), str) else None
+    return systems, data, c.split_counts(m, path, systems, SPLIT), name
 
 
-@c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
-    """Main comparison on the test split, with the paper's claims as markers."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
+def draw(path: Path, out_dir: Path, name: str, title: str) -> c.Outcome:
+    """The main-comparison chart of the metrics.json at ``path`` as ``<name>.png`` / ``.pdf``."""
+    if (skipped := c.missing_input(name, path)) is not None:
         return skipped
-    systems, data, n = load(path)
-    fig = c.new_figure(10.0, 0.42 * len(systems) + 1.5)
+    systems, data, (n, n_fam), dataset = load(path)
+    fig = c.new_figure(10.0, 0.36 * len(systems) + 1.6)
     axes = fig.subplots(1, len(PANELS), sharey=True)
     ys = list(range(len(systems)))[::-1]  # first system at the top
     col = c.colours(systems)
@@ -54,8 +58,11 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         vals = [data[s][key][0] for s in systems]
         lo = [data[s][key][1] for s in systems]
         hi = [data[s][key][2] for s in systems]
-        ax.barh(ys, vals, height=0.62, color=[col[s] for s in systems], alpha=0.85, zorder=2)
-        ax.errorbar(vals, ys, xerr=c.whiskers(vals, lo, hi), fmt="none", ecolor="black", elinewidth=0.9,
+        bars = [0.0 if math.isnan(v) else v for v in vals]
+        for y, s, v in zip(ys, systems, bars):
+            ax.barh([y], [v], height=0.62, color=col[s], alpha=0.85, hatch=c.hatch(s), edgecolor="white",
+                    lw=0.0, zorder=2)
+        ax.errorbar(bars, ys, xerr=c.whiskers(bars, lo, hi), fmt="none", ecolor="black", elinewidth=0.9,
                     capsize=2.5, zorder=3)
         for y, s in zip(ys, systems):
             claim = claims.get(s, {}).get(key)
@@ -70,7 +77,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         xmax = min(1.05, top * 1.25 + 0.04) if pct else top * 1.25 + 0.04
         ax.set_xlim(0, xmax)
         for y, s, v, h in zip(ys, systems, vals, hi):  # the value, right of the bar or its whisker
-            at = v if math.isnan(h) else max(v, h)
+            at = 0.0 if math.isnan(v) else (v if math.isnan(h) else max(v, h))
             claim = claims.get(s, {}).get(key)
             close = claim is not None and at <= claim < at + 0.16 * xmax  # raised above the claim's marker
             ax.annotate("n/a" if math.isnan(v) else (f"{100 * v:.1f}%" if pct else f"{v:.3f}"),
@@ -86,11 +93,26 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         h, lab = ax.get_legend_handles_labels()
         handles += h
         labels += lab
+    handles, labels = handles[:1], labels[:1]
+    ceilings = [s for s in systems if s in c.CEILINGS]
+    if ceilings:
+        from matplotlib.patches import Patch
+
+        handles.append(Patch(facecolor=col[ceilings[0]], alpha=0.85, hatch=c.CEILING_HATCH, edgecolor="white",
+                             lw=0.0))
+        labels.append(f"{', '.join(ceilings)}: reads the labels (a ceiling, not a deployable system)")
     if handles:
-        fig.legend(handles[:1], labels[:1], loc="outside lower right", frameon=False)
-    suffix = f", n = {n} queries" if n else ""
-    fig.suptitle(f"Main comparison, test split{suffix}; whiskers: 95% bootstrap intervals over queries")
-    return c.save(fig, out_dir, NAME)
+        fig.legend(handles, labels, loc="outside lower right", frameon=False, ncols=len(handles))
+    counts = c.count_phrase(n, n_fam)
+    where = f" ({dataset})" if dataset else ""
+    fig.suptitle(f"{title}{where}, test split{', ' + counts if counts else ''}\nwhiskers: {c.CLUSTER_CI}")
+    return c.save(fig, out_dir, name)
+
+
+@c.styled
+def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+    """Main comparison on the test split, with the paper's claims as markers."""
+    return draw(Path(results_dir) / INPUT, out_dir, NAME, "Main comparison")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-"""Re-embedding cost: mean chunks re-embedded per edit, by edit type and update strategy (95% bootstrap
-whiskers), and for single-word edits by the edited document's size in chunks, with the paper's claim
-(``paper_claim`` in the same file: full re-embedding of a ~4.35-chunk document vs 1 chunk surgically) drawn at
-the largest size group.
+"""Re-embedding cost: mean chunks re-embedded per edit, by edit type and update strategy (whiskers: 95%
+bootstrap intervals over edits), and for single-word edits by the edited document's size in chunks, with the
+paper's claim (``paper_claim`` in the same file: full re-embedding of a ~4.35-chunk document vs 1 chunk
+surgically) drawn at the largest size group.
 
 Input: ``results/reembed_cost/reembed_cost.json``. Output: ``fig_reembed_cost.png`` / ``.pdf``.
 """
@@ -125,7 +125,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         ax2.set_axis_off()
     if not sizes:
         ax1.legend(title="strategy", frameon=False, loc="upper left")
-    fig.suptitle("Re-embedding cost per document edit (mean; whiskers: 95% bootstrap interval)")
+    fig.suptitle("Re-embedding cost per document edit (mean; whiskers: 95% bootstrap interval over edits)")
     return c.save(fig, out_dir, NAME)
 
 

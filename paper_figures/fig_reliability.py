@@ -1,6 +1,7 @@
-"""Reliability diagrams (test split), one panel per system: per confidence bin, the accuracy of the top-1 answer
-against the bin's mean reported confidence, with the bin counts and the diagonal of perfect calibration; the
-panel title gives the ECE with its 95% bootstrap interval.
+"""Reliability diagrams (test split), one panel per system in the main table's order (baselines, the SmartVector
+family, the peers, the metadata filter, the label-reading oracle): per confidence bin, the accuracy of the
+top-1 answer against the bin's mean reported confidence, with the bin counts and the diagonal of perfect
+calibration; the panel title gives the ECE with its 95% cluster bootstrap interval over policy families.
 
 Input: ``results/main/metrics.json`` (``ece_bins``). Output: ``fig_reliability.png`` / ``fig_reliability.pdf``.
 """
@@ -20,7 +21,7 @@ except ImportError:
 NAME = "fig_reliability"
 INPUT = Path("main") / "metrics.json"
 SPLIT = "test"
-NCOLS = 3
+NCOLS = 4
 
 
 def load(path: Path) -> tuple[list[str], dict]:
@@ -41,7 +42,7 @@ def load(path: Path) -> tuple[list[str], dict]:
             "ece": c.get_num(m, path, *keys, "ece", allow_none=True),
             "ece_ci": c.get_interval(m, path, *keys, "ece_ci"),
         }
-    return systems, data
+    return systems, data, c.split_counts(m, path, systems, SPLIT)
 
 
 @c.styled
@@ -50,7 +51,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    systems, data = load(path)
+    systems, data, (n, n_fam) = load(path)
     ncols = min(NCOLS, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     fig = c.new_figure(3.0 * ncols + 0.4, 2.9 * nrows + 0.5)
@@ -73,7 +74,8 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
             ax.text((a + b) / 2, 1.03, f"{int(n)}", ha="center", va="bottom", fontsize=6, color="#555555",
                     zorder=4)
         ece, (elo, ehi) = d["ece"], d["ece_ci"]
-        title = f"{s}\nECE {ece:.3f}" if not math.isnan(ece) else f"{s}\nECE n/a"
+        name = f"{s} (reads labels)" if s in c.CEILINGS else s
+        title = f"{name}\nECE {ece:.3f}" if not math.isnan(ece) else f"{name}\nECE n/a"
         if not (math.isnan(elo) or math.isnan(ehi)):
             title += f" [{elo:.3f}, {ehi:.3f}]"
         ax.set_title(title)
@@ -88,8 +90,10 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
             ax.set_ylabel("accuracy of top-1")
         if i + ncols >= len(systems):  # nothing drawn below it
             ax.set_xlabel("mean reported confidence")
-    fig.suptitle("Reliability, test split: bars = bin accuracy, dots at the bin's mean confidence, "
-                 "grey numbers on top = queries per bin; dashed = perfect calibration", fontsize=8.5)
+    counts = c.count_phrase(n, n_fam)
+    fig.suptitle(f"Reliability, test split{' (' + counts + ')' if counts else ''}: bars = bin accuracy, dots at "
+                 "the bin's mean confidence, grey numbers on top = queries per bin; dashed = perfect calibration\n"
+                 f"ECE in brackets: {c.CLUSTER_CI_ONE}", fontsize=8.5)
     return c.save(fig, out_dir, NAME)
 
 

@@ -19,8 +19,8 @@ try:
 except ImportError:
     import common as c
 
-FIGURES = ("fig_main", "fig_reliability", "fig_leakage", "fig_reembed_cost", "fig_feedback_loop",
-           "fig_contradiction_sweep", "fig_ablation", "fig_seeds", "fig_half_life", "fig_perf")
+FIGURES = ("fig_main", "fig_main_large", "fig_reliability", "fig_leakage", "fig_shortcut_audit", "fig_reembed_cost",
+           "fig_feedback_loop", "fig_contradiction_sweep", "fig_ablation", "fig_seeds", "fig_half_life", "fig_perf")
 
 
 def module(name: str):

@@ -29,13 +29,24 @@ def _p(p: float | None) -> str:
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+# The main table's row order (conf/config.yaml's list); systems not listed follow, sorted. metrics.json is
+# written with sorted keys, so the order is not taken from it.
+SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
+                "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
+
+
+def ordered(names) -> list[str]:
+    rank = {n: i for i, n in enumerate(SYSTEM_ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
 def main_table(metrics: dict, split: str) -> str:
     baseline = metrics["experiment"]["baseline"]
     rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | nDCG@10 | leakage@10 "
             f"(historical) | n (families) | p vs {baseline}: McNemar / cluster permutation |",
             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for name, per_split in metrics["systems"].items():
-        m = per_split[split]
+    for name in ordered(metrics["systems"]):
+        m = metrics["systems"][name][split]
         hist = m["by_category"].get("historical", {}).get("leakage_at_10")
         leak = "-" if m.get("leakage_at_10") is None else f"{_pct(m['leakage_at_10'])} ({_pct(hist)})"
         tests = "-" if name == baseline else f"{_p(m['mcnemar_p'])} / {_p(m.get('permutation_p'))}"
@@ -78,8 +89,8 @@ def claims_table(metrics: dict, split: str = "test") -> str:
 def category_table(metrics: dict, split: str) -> str:
     cats = sorted({c for s in metrics["systems"].values() for c in s[split]["by_category"]})
     rows = ["| system | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
-    for name, per_split in metrics["systems"].items():
-        bc = per_split[split]["by_category"]
+    for name in ordered(metrics["systems"]):
+        bc = metrics["systems"][name][split]["by_category"]
         rows.append(f"| {name} | " + " | ".join(
             f"{_pct(bc[c]['top1'])} (n={bc[c]['n_queries']})" if c in bc else "-" for c in cats) + " |")
     return "\n".join(rows)

@@ -1,10 +1,12 @@
-"""The README's claims table comes from results/ and follows the stated rules."""
+"""The README's generated sections (the claims table, both profiles' main tables, the seeds summary, the shortcut
+audit, the re-embedding and feedback tables) come from results/ and follow the stated rules; here on small
+hand-made v2-shaped result files, and on the committed results/."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
+import re
 from pathlib import Path
 
 import pytest
@@ -14,12 +16,101 @@ spec = importlib.util.spec_from_file_location("claims", REPO / "paper_figures" /
 claims = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(claims)
 
+SECTIONS = ("claims", "main", "main_large", "seeds", "audit", "reembed", "feedback")
+SYSTEMS = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
+           "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
+MISSING = {"main": "main/metrics.json", "main_large": "main_large/metrics.json",
+           "audit": "shortcut_audit/shortcut_audit.json", "seeds": "seeds/summary.json",
+           "reembed": "reembed_cost/reembed_cost.json", "feedback": "feedback_loop/feedback_loop.json"}
+MARKER = re.compile(r"<!-- ([A-Za-z0-9_]+):start -->")
+
+
+# -- hand-made v2 result files ---------------------------------------------------------------------------------
+
+def _split(top1: float, stale: float, ece: float, n: int, families: int, baseline: bool = False) -> dict:
+    def ci(x, w=0.08):
+        return [round(max(0.0, x - w), 6), round(min(1.0, x + w), 6)]
+
+    cat = {"top1": top1, "top1_ci": ci(top1), "n_queries": n // 5, "leakage_at_10": 0.0, "ece": ece,
+           "mrr_at_10": top1, "ndcg_at_10": top1, "recall_at_5": top1, "rumor_rate": 0.0, "stale_rate": stale}
+    return {"n_queries": n, "n_families": families, "top1": top1, "top1_ci": ci(top1),
+            "stale_rate": stale, "stale_rate_ci": ci(stale, 0.05), "rumor_rate": 0.1, "rumor_rate_ci": ci(0.1, 0.05),
+            "ece": ece, "ece_ci": ci(ece, 0.05), "mrr_at_10": top1 + 0.1, "mrr_at_10_ci": ci(top1 + 0.1),
+            "recall_at_5": top1 + 0.2, "recall_at_5_ci": ci(top1 + 0.2), "ndcg_at_10": top1 + 0.1,
+            "ndcg_at_10_ci": ci(top1 + 0.1), "leakage_at_10": 0.0, "leakage_at_10_ci": [0.0, 0.0],
+            "mcnemar": None if baseline else {"b": 12, "c": 15, "n": n, "p_value": 0.7},
+            "mcnemar_p": None if baseline else 0.7,
+            "permutation": None if baseline else {"exact": True, "n": n, "n_clusters": families, "p_value": 0.75,
+                                                  "statistic": 0.04},
+            "permutation_p": None if baseline else 0.75,
+            "by_category": {"historical": cat, "current": cat}}
+
+
+def metrics(large: bool = False, systems=SYSTEMS) -> dict:
+    """A metrics.json of experiment=main (v2 keys: families, nDCG, permutation test, power)."""
+    n, fam = (574, 50) if large else (70, 6)
+    values = {"plain_cosine": (0.229, 0.30, 0.507), "valid_cosine": (0.571, 0.129, 0.138),
+              "smartvector": (0.271, 0.043, 0.282), "oracle": (0.757, 0.243, 0.308)}
+    return {"schema_version": "2.0",
+            "dataset": {"name": "versioned_policies_large" if large else "versioned_policies", "seed": 42,
+                        "n_vectors": 2150 if large else 258, "n_queries": 1150 if large else 138,
+                        "n_families": 100 if large else 12, "sha256": "5cb775def1dd" + "0" * 52, "labels": True},
+            "experiment": {"baseline": "plain_cosine", "k": 10, "name": "main"},
+            "power": {"alpha": 0.05, "design_effect": 3.71, "icc": 0.25, "mde_top1": 0.377, "mde_top1_at_50": 0.404,
+                      "mean_family_size": n / fam, "n_effective": 18.9, "n_families": fam, "n_queries": n,
+                      "power": 0.8, "reference_system": "valid_cosine", "reference_top1": 0.571, "split": "test"},
+            "systems": {s: {sp: _split(*values.get(s, (0.3 + 0.01 * i, 0.1, 0.2)), n, fam, baseline=s == "plain_cosine")
+                            for sp in ("dev", "test")} for i, s in enumerate(systems)}}
+
+
+def seeds_summary(systems=("plain_cosine", "valid_cosine", "smartvector", "oracle")) -> dict:
+    def stat(m):
+        return {"mean": m, "sd": 0.03, "n": 3, "per_seed": {"1": m, "2": m, "3": m}}
+
+    return {"preset": "seeds", "results": {"seeds": [1, 2, 3], "metrics": ["top1", "stale_rate", "rumor_rate", "ece"],
+                                           "systems": {s: {"test": {k: stat(0.1 + 0.1 * i) for k in
+                                                                    ("top1", "stale_rate", "rumor_rate", "ece")}}
+                                                       for i, s in enumerate(systems)}}}
+
+
+def audit_json() -> dict:
+    import pandas as pd
+    from experiments.shortcut_audit import CSV_FIELDS, summarise
+
+    rows = []
+    for profile in ("versioned_policies", "versioned_policies_large"):
+        for seed in (1, 2):
+            base = 0.25 + 0.01 * seed
+            for rule, kind, gain in (("valid_cosine", "baseline", 0.0), ("has_digit", "surface", 0.0),
+                                     ("kind", "surface", 0.2), ("source", "trust", -0.05)):
+                rows.append({"profile": profile, "seed": seed, "dataset_sha256": "x", "rule": rule, "kind": kind,
+                             "keep": "", "dev_top1": base, "test_top1": base + gain, "test_gain": gain, "n_test": 70,
+                             "n_test_families": 6})
+    frame = pd.DataFrame(rows, columns=list(CSV_FIELDS))
+    return {"schema_version": "2.0", "experiment": {"name": "shortcut_audit", "seeds": [1, 2],
+                                                    "profiles": ["versioned_policies", "versioned_policies_large"]},
+            "summary": summarise(frame, 0.05), "runs": []}
+
+
+def write(root: Path, rel: str, obj) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj, indent=2), encoding="utf-8")
+    return path
+
+
+def top1_row(results: Path) -> tuple[str, str, str, str]:
+    return [r for r in claims.main_claims(results) if r[0].startswith("top-1")][0]
+
+
+# -- the claims table ------------------------------------------------------------------------------------------
 
 def test_table_from_the_committed_results_has_a_verdict_per_claim():
     text = claims.table(REPO / "results")
     rows = [r for r in text.splitlines()[2:] if r.startswith("|")]
     assert len(rows) >= 10
-    assert all(any(v in r for v in ("**holds**", "**partly**", "**does not hold**")) for r in rows), text
+    verdicts = ("**holds**", "**partly**", "**does not hold**", "not measured")
+    assert all(any(v in r for v in verdicts) for r in rows), text
 
 
 def test_missing_results_are_reported_not_invented(tmp_path):
@@ -27,31 +118,152 @@ def test_missing_results_are_reported_not_invented(tmp_path):
     assert "not measured (missing main/metrics.json)" in text
     assert "not measured (missing reembed_cost/reembed_cost.json)" in text
     assert "**holds**" not in text
+    texts = claims.sections(tmp_path)
+    assert set(SECTIONS) <= set(texts)  # claims.py may add sections; these must be there
+    for name, rel in MISSING.items():
+        assert texts[name] == f"not measured (missing {rel})\n", name
+    for name in set(texts) - {"claims"}:  # nothing to show: every section says so
+        assert texts[name].startswith("not measured (missing "), name
 
 
 def test_verdict_follows_the_numbers(tmp_path):
-    shutil.copytree(REPO / "results" / "main", tmp_path / "main")
-    path = tmp_path / "main" / "metrics.json"
+    path = write(tmp_path, "main/metrics.json", metrics())
+    row = top1_row(tmp_path)
+    assert row[2] == "does not hold"  # 22.9% -> 27.1%, p = 0.7
+    assert "valid_cosine (validity window + cosine) 57.1%" in row[1]
+    assert "the paper's own package" in row[1]  # smartvector_ref is in the main run
     m = json.loads(path.read_text())
-    row = [r for r in claims.main_claims(tmp_path) if r[0].startswith("top-1")][0]
-    assert row[2] == "does not hold"
     sv = m["systems"]["smartvector"]["test"]
     sv["top1"], sv["mcnemar_p"] = 0.62, 0.0001  # the paper's figure, significant: the rule says holds
     path.write_text(json.dumps(m))
-    assert [r for r in claims.main_claims(tmp_path) if r[0].startswith("top-1")][0][2] == "holds"
+    assert top1_row(tmp_path)[2] == "holds"
+    sv["top1"], sv["mcnemar_p"] = 0.30, 0.01  # significantly higher, not 1.5x: partly
+    path.write_text(json.dumps(m))
+    assert top1_row(tmp_path)[2] == "partly"
 
+
+def test_seeds_and_large_profile_join_the_top1_row(tmp_path):
+    write(tmp_path, "main/metrics.json", metrics())
+    assert "seeds:" not in top1_row(tmp_path)[1] and "large profile" not in top1_row(tmp_path)[1]
+    write(tmp_path, "seeds/summary.json", seeds_summary())
+    write(tmp_path, "main_large/metrics.json", metrics(large=True, systems=[s for s in SYSTEMS
+                                                                            if s != "smartvector_ref"]))
+    ours = top1_row(tmp_path)[1]
+    assert "3 seeds: 10.0% -> 30.0% (sd 3.0%)" in ours
+    assert "large profile (574 test queries): 22.9% [14.9, 30.9] -> 27.1% [19.1, 35.1]" in ours
+
+
+def test_stale_rate_wording_and_verdict(tmp_path):
+    path = write(tmp_path, "main/metrics.json", metrics())
+    row = [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0]
+    # v2: superseded versions are excluded, lagging sources still in force remain (4.3%, not 0)
+    assert row[1].startswith("30.0% -> 4.3%") and "lagging sources still in force" in row[1]
+    assert "by construction" not in row[1]
+    assert row[2] == "holds"  # 4.3% [0, 9.3] below 30.0% [25, 35]
+    m = json.loads(path.read_text())
+    sv = m["systems"]["smartvector"]["test"]
+    sv["stale_rate"], sv["stale_rate_ci"] = 0.0, [0.0, 0.0]
+    path.write_text(json.dumps(m))
+    row = [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0]
+    assert "0 by construction" in row[1] and row[2] == "holds"
+    sv["stale_rate"], sv["stale_rate_ci"] = 0.28, [0.2, 0.36]  # lower, intervals overlap: partly
+    path.write_text(json.dumps(m))
+    assert [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0][2] == "partly"
+
+
+# -- the other generated sections ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, large", [("main", False), ("main_large", True)])
+def test_main_sections_render_each_profile(tmp_path, name, large):
+    systems = [s for s in SYSTEMS if not (large and s == "smartvector_ref")]
+    write(tmp_path, f"{name}/metrics.json", metrics(large=large, systems=systems))
+    text = claims.sections(tmp_path)[name]
+    dataset = "versioned_policies_large" if large else "versioned_policies"
+    assert text.startswith(f"`{dataset}`, seed 42: ")
+    assert f"in {100 if large else 12} families" in text and f"`results/{name}/metrics.json`" in text
+    assert "| n (families) | p vs plain_cosine: McNemar / cluster permutation |" in text
+    rows = [line.split(" | ")[0].lstrip("| ") for line in text.splitlines() if line.startswith("| ")][1:]
+    assert rows == systems  # every system, in the file's (the main table's) order
+    assert f"({50 if large else 6}) |" in text  # test families per system
+    assert "minimum detectable top-1 difference" in text and "over valid_cosine" in text
+    other = "main" if large else "main_large"
+    assert claims.sections(tmp_path)[other] == f"not measured (missing {other}/metrics.json)\n"
+
+
+def test_audit_section_is_the_audit_table_without_its_title(tmp_path):
+    write(tmp_path, "shortcut_audit/shortcut_audit.json", audit_json())
+    text = claims.sections(tmp_path)["audit"]
+    assert not text.startswith("#") and "# Shortcut audit" not in text
+    assert text.startswith("Mean over seeds [1, 2]")
+    for rule, kind in (("valid_cosine", "baseline"), ("has_digit", "surface"), ("kind", "surface"),
+                       ("source", "trust")):
+        assert f"| {rule} | {kind} | " in text
+    assert "+20.0" in text and "**above** the bar of 5 points" in text
+
+
+def test_seeds_section(tmp_path):
+    write(tmp_path, "seeds/summary.json", seeds_summary())
+    text = claims.sections(tmp_path)["seeds"]
+    assert text.startswith("Dataset seeds 1, 2, 3 (`results/seeds/`)")
+    assert "| valid_cosine | 20.0% (3.0) | 20.0% (3.0) | 20.0% (3.0) | 0.200 (0.030) |" in text
+    assert [line.split(" | ")[0].lstrip("| ") for line in text.splitlines() if line.startswith("| ")][1:] == [
+        "plain_cosine", "valid_cosine", "smartvector", "oracle"]
+
+
+# -- writing the README ----------------------------------------------------------------------------------------
 
 def test_readme_section_is_replaced_between_markers(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"before\n{claims.START}\nold\n{claims.END}\nafter\n")
-    claims.write_readme(readme, "| new |\n")
+    claims.write_readme(readme, "| new |\n")  # a plain string is the claims section
     assert readme.read_text() == f"before\n{claims.START}\n| new |\n{claims.END}\nafter\n"
     readme.write_text("no markers")
     with pytest.raises(SystemExit):
         claims.write_readme(readme, "x")
 
 
-def test_readme_holds_the_current_table():
-    body = (REPO / "README.md").read_text()
-    section = body.split(claims.START, 1)[1].split(claims.END, 1)[0]
-    assert section.strip() == claims.table(REPO / "results").strip()
+def test_every_named_section_is_replaced_and_the_rest_kept(tmp_path):
+    readme = tmp_path / "README.md"
+    body = "".join(f"text {n}\n<!-- {n}:start -->\nold {n}\n<!-- {n}:end -->\n" for n in ("main", "claims", "audit"))
+    readme.write_text("# title\n" + body + "tail\n")
+    claims.write_readme(readme, {"main": "M\n", "audit": "A\n"})
+    assert readme.read_text() == ("# title\ntext main\n<!-- main:start -->\nM\n<!-- main:end -->\n"
+                                  "text claims\n<!-- claims:start -->\nold claims\n<!-- claims:end -->\n"
+                                  "text audit\n<!-- audit:start -->\nA\n<!-- audit:end -->\ntail\n")
+    with pytest.raises(SystemExit, match="feedback:start"):  # a section the README lacks is an error
+        claims.write_readme(readme, {"feedback": "F\n"})
+
+
+def test_written_readme_reads_back_as_the_sections(tmp_path):
+    """write_readme(sections(results)) then reading every marker back gives sections(results) again."""
+    results = tmp_path / "results"
+    write(results, "main/metrics.json", metrics())
+    write(results, "shortcut_audit/shortcut_audit.json", audit_json())
+    write(results, "seeds/summary.json", seeds_summary())
+    texts = claims.sections(results)
+    readme = tmp_path / "README.md"
+    readme.write_text("".join(f"## {n}\n<!-- {n}:start -->\n<!-- {n}:end -->\n\n" for n in texts))
+    claims.write_readme(readme, texts)
+    body = readme.read_text()
+    assert MARKER.findall(body) == list(texts)
+    for name in texts:
+        assert _section(body, name) == texts[name]
+
+
+def _section(body: str, name: str) -> str:
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    assert start in body and end in body, name
+    inside = body.split(start, 1)[1].split(end, 1)[0]
+    return inside[1:] if inside.startswith("\n") else inside  # write_readme puts the text on its own line
+
+
+def test_readme_holds_every_generated_section():
+    body = (REPO / "README.md").read_text(encoding="utf-8")
+    names = MARKER.findall(body)
+    assert "claims" in names
+    texts = claims.sections(REPO / "results")
+    unknown = [n for n in names if n not in texts]
+    assert not unknown, f"README.md has sections claims.py does not generate: {unknown}"
+    stale = [n for n in names if _section(body, n).strip() != texts[n].strip()]
+    assert not stale, f"README.md sections differ from results/ (run make claims): {stale}"
+

@@ -17,6 +17,11 @@ from smartvector_bench.retrievers import build_retriever, registered
 from .conftest import compose_config
 
 GROUPS = ("dataset", "embedder", "retriever", "weights", "experiment")
+# benchmark v2: the systems of conf/config.yaml, in its order
+SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
+           "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
+# experiment presets that run another experiment under its own name without a `preset` key
+RUNS_AS = {"main_large": "main"}
 
 
 def _options(group: str) -> list[str]:
@@ -60,9 +65,46 @@ def test_experiment_options_compose(option):
     from smartvector_bench.cli import EXPERIMENTS
 
     cfg = compose_config([f"experiment={option}"])
-    # an experiment runs its own function; a sweep preset runs `main` in every job and names itself `preset`
-    assert option in (cfg["experiment"]["name"], cfg["experiment"].get("preset"))
+    # an experiment runs its own function; a sweep preset runs `main` in every job and names itself `preset`;
+    # main_large is the main experiment on the large dataset profile
+    if option in RUNS_AS:
+        assert cfg["experiment"]["name"] == RUNS_AS[option]
+    else:
+        assert option in (cfg["experiment"]["name"], cfg["experiment"].get("preset"))
     assert cfg["experiment"]["name"] in EXPERIMENTS
+
+
+def test_main_large_is_main_on_the_large_profile():
+    main = compose_config(["experiment=main"])
+    large = compose_config(["experiment=main_large"])
+    assert large["dataset"]["name"] == "versioned_policies_large"
+    assert main["dataset"]["name"] == "versioned_policies"
+    assert large["dataset"]["n_families"] > main["dataset"]["n_families"]
+    params_from_config(large["dataset"])
+    # same evaluator settings as main; every system but smartvector_ref (its all-pairs consolidation is
+    # quadratic in the corpus, see conf/experiment/main_large.yaml)
+    assert large["experiment"] == main["experiment"]
+    assert chosen_systems(main) == SYSTEMS
+    assert chosen_systems(large) == [s for s in SYSTEMS if s != "smartvector_ref"]
+    assert {k: v for k, v in large["dataset"].items() if k not in ("name", "n_families")} == \
+        {k: v for k, v in main["dataset"].items() if k not in ("name", "n_families")}
+
+
+def test_shortcut_audit_composes_and_is_an_experiment():
+    from smartvector_bench.cli import EXPERIMENTS, experiment_module
+
+    cfg = compose_config(["experiment=shortcut_audit"])
+    exp = cfg["experiment"]
+    assert exp["name"] == "shortcut_audit" and "shortcut_audit" in EXPERIMENTS
+    assert exp["profiles"] == ["versioned_policies", "versioned_policies_large"]
+    for profile in exp["profiles"]:
+        assert (Path(CONF_DIR) / "dataset" / f"{profile}.yaml").is_file()
+    assert exp["seeds"] and all(isinstance(s, int) for s in exp["seeds"])
+    assert 0.0 <= exp["max_surface_gain"] <= 1.0
+    module = experiment_module("shortcut_audit")
+    assert module.__name__ == "experiments.shortcut_audit" and callable(module.run)
+    with pytest.raises(BenchError, match="unknown; allowed: .*shortcut_audit"):
+        experiment_module("shortcut_audits")
 
 
 def test_same_dataset_keys_mean_the_same_to_both_apps():
@@ -74,18 +116,25 @@ def test_same_dataset_keys_mean_the_same_to_both_apps():
 def test_systems_selection():
     cfg = compose_config()
     everything = chosen_systems(cfg)
-    assert sorted(everything) == registered()
-    assert everything == list(cfg["retrievers"])  # in the order of conf/config.yaml's list
-    assert everything[0] == "plain_cosine"
+    assert sorted(everything) == registered() == sorted(SYSTEMS)
+    assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the order of conf/config.yaml's list
     assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
-    with pytest.raises(BenchError, match="unknown system 'bm25'; allowed: plain_cosine, smartvector"):
-        chosen_systems(compose_config(["systems=[plain_cosine,bm25]"]))
+    assert chosen_systems(compose_config(["systems=[oracle,metadata_filter,bm25]"])) == \
+        ["oracle", "metadata_filter", "bm25"]  # in the order asked for
+    with pytest.raises(BenchError, match="unknown system 'bogus'; allowed: " + ", ".join(SYSTEMS) + "$"):
+        chosen_systems(compose_config(["systems=[bogus]"]))
+    with pytest.raises(BenchError, match="unknown system 'bogus'"):
+        chosen_systems(compose_config(["systems=[plain_cosine,bogus]"]))
+    with pytest.raises(BenchError, match="listed twice"):
+        chosen_systems(compose_config(["systems=[bm25,bm25]"]))
+    with pytest.raises(BenchError, match=r"systems=\[\]: choose at least one"):
+        chosen_systems(compose_config(["systems=[]"]))
 
 
 # --- the CLI: clear message, non-zero exit, nothing half-written -----------------------------------------
 
 BAD_INPUT = [
-    (["systems=[nope]"], "unknown system 'nope'; allowed:"),
+    (["systems=[nope]"], "unknown system 'nope'; allowed: " + ", ".join(SYSTEMS)),
     (["retrievers.smartvector.weights.temporal=-0.25"], "retrievers.smartvector.weights.temporal=-0.25: weights must be >= 0"),
     (["dataset.contradiction_rate=1.5"], "dataset.contradiction_rate=1.5: must be a number in [0, 1]"),
     (["retrievers.smartvector.dormant=sleepy"], "retrievers.smartvector.dormant=sleepy: unknown; allowed: deprioritize, include, exclude"),

@@ -1,5 +1,8 @@
 """experiment=feedback_loop end to end: on a tiny dataset with the hashing embedder (fast; a shortened
-timeline and few bootstrap resamples), and once on the default dataset with the real model through the CLI."""
+timeline and few bootstrap resamples), and once on the default dataset with the real model through the CLI.
+
+Benchmark v2: feedback comes from the dev families and accuracy is measured on the (held-out) test families;
+``summary["in_sample"]`` reports the same figures on the feedback (dev) split."""
 
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ import pytest
 
 from experiments.feedback_loop import run
 from smartvector_bench.errors import BenchError
+from smartvector_bench.timeutil import iso_to_days
 
 from .conftest import TINY, compose_config
 
+SYSTEMS = ("smartvector_live", "smartvector_frozen", "plain_cosine")
 FAST = TINY + ["embedder=hashing", "experiment=feedback_loop", "experiment.n_boot=10",
                "experiment.replay.start_days_before_now=56", "experiment.replay.end_days_after_now=28"]
 HEADER = ("round,time,days_from_now,system,split,n_queries,top1,top1_lo,top1_hi,stale_rate,rumor_rate,ece,"
@@ -31,11 +36,20 @@ def series(result: dict, system: str, split: str | None = None) -> list[dict]:
     return [r for r in result["series"] if r["system"] == system and (split is None or r["split"] == split)]
 
 
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 @pytest.fixture(scope="module")
 def learning(tmp_path_factory):
     """p_correct = 1: every wrong answer of the feedback split is corrected."""
     out = tmp_path_factory.mktemp("fl") / "run"
     return run(config("experiment.replay.p_correct=1"), out), out
+
+
+def test_default_splits_are_feedback_dev_eval_test():
+    replay = compose_config(["experiment=feedback_loop"])["experiment"]["replay"]
+    assert (replay["feedback_split"], replay["eval_split"]) == ("dev", "test")
 
 
 def test_files_written(learning):
@@ -52,6 +66,8 @@ def test_files_written(learning):
     assert len(rows) == len(result["series"]) > 0
     for got, want in zip(rows, result["series"]):
         assert (got["system"], got["split"], float(got["top1"])) == (want["system"], want["split"], want["top1"])
+    assert (result["experiment"]["replay"]["feedback_split"], result["experiment"]["replay"]["eval_split"]) == \
+        ("dev", "test")
     # one row per round x system x split (the eval split test and the feedback split dev)
     assert {(r["system"], r["split"]) for r in result["series"]} == {
         (s, sp) for s in ("smartvector_live", "smartvector_frozen", "plain_cosine") for sp in ("test", "dev")}
@@ -73,8 +89,19 @@ def test_files_written(learning):
     explain = [json.loads(line) for line in (out / "explain_final.jsonl").read_text().splitlines()]
     last = [r for r in series(result, "smartvector_live") if r["round"] == 12]
     assert len(explain) == sum(r["n_queries"] for r in last)  # every query of the last round
+    # the gold of the explanation is the best relevant chunk judged at the last round's time: a chunk of
+    # the query's family (labels), in force at the query's as_of (the round's time, or a historical as_of)
+    chunk_family = {r["_id"]: r["family"] for r in _jsonl(out / "dataset" / "labels" / "chunks.jsonl")}
+    query_family = {r["_id"]: r["family"] for r in _jsonl(out / "dataset" / "labels" / "queries.jsonl")}
+    window = {r["_id"]: (iso_to_days(r["metadata"]["created_at"]), iso_to_days(r["metadata"]["valid_from"]),
+                         float("inf") if r["metadata"]["valid_to"] is None else iso_to_days(r["metadata"]["valid_to"]))
+              for r in _jsonl(out / "dataset" / "corpus.jsonl")}
     for rec in explain:
         assert {"query_id", "split", "gold", "as_of", "top", "runner_ups", "changed_by"} <= set(rec)
+        assert chunk_family[rec["gold"]] == query_family[rec["query_id"]], rec["query_id"]
+        created, start, end = window[rec["gold"]]
+        as_of = iso_to_days(rec["as_of"]) if isinstance(rec["as_of"], str) else rec["as_of"]
+        assert created <= as_of and start <= as_of < end, rec["query_id"]
         if rec["top"] is not None:
             assert sum(rec["top"]["contributions"].values()) == pytest.approx(rec["top"]["score"], abs=2.5e-6)
 
@@ -84,8 +111,53 @@ def test_files_written(learning):
         assert f"| {name} |" in table
     assert f"{result['feedback']['corrections']} corrections" in table
     assert set(result["summary"]) >= {"smartvector_live", "smartvector_frozen", "plain_cosine",
-                                      "last_round_mcnemar_live_vs"}
+                                      "last_round_mcnemar_live_vs", "in_sample"}
     assert set(result["detection_quality"]) == {"smartvector_live", "smartvector_frozen"}
+    for name in SYSTEMS:  # the in-sample rows of the table
+        assert f"| {name} (in sample: dev families) |" in table
+
+
+def _expected_summary(rows: list[dict]) -> dict:
+    """The per-system summary figures recomputed from one split's series rows."""
+    at_now = min(rows, key=lambda r: abs(r["days_from_now"]))
+    return {"top1_first": rows[0]["top1"], "top1_last": rows[-1]["top1"], "top1_at_now": at_now["top1"],
+            "top1_last_ci": [rows[-1]["top1_lo"], rows[-1]["top1_hi"]],
+            "top1_mean": round(sum(r["top1"] for r in rows) / len(rows), 6),
+            "stale_rate_last": rows[-1]["stale_rate"], "rumor_rate_last": rows[-1]["rumor_rate"],
+            "ece_last": rows[-1]["ece"], "n_rounds": len(rows)}
+
+
+def test_summary_on_test_and_in_sample_on_the_feedback_split(learning):
+    result, _ = learning
+    summary = result["summary"]
+    assert set(summary["in_sample"]) == set(SYSTEMS)
+    for name in SYSTEMS:
+        out_of_sample, in_sample = summary[name], summary["in_sample"][name]
+        assert out_of_sample["split"] == "test" and in_sample["split"] == "dev"
+        want_test = _expected_summary(series(result, name, "test"))
+        want_dev = _expected_summary(series(result, name, "dev"))
+        for got, want in ((out_of_sample, want_test), (in_sample, want_dev)):
+            assert got["top1_mean"] == pytest.approx(want.pop("top1_mean"), abs=1.5e-6), name
+            assert {k: got[k] for k in want} == want, name
+    # the live system learns from the dev users: in sample it ends above the frozen one
+    assert summary["in_sample"]["smartvector_live"]["top1_last"] > summary["in_sample"]["smartvector_frozen"]["top1_last"]
+
+
+def test_feedback_only_touches_the_dev_families(learning):
+    """Families are split whole between dev and test: the confirmations (acceptances, and the right chunk a
+    correction points to) are of relevant chunks, so of the dev families only."""
+    result, out = learning
+    q_split = {r["_id"]: r["metadata"]["split"] for r in _jsonl(out / "dataset" / "queries.jsonl")}
+    q_family = {r["_id"]: r["family"] for r in _jsonl(out / "dataset" / "labels" / "queries.jsonl")}
+    split_of_family: dict[str, set] = {}
+    for qid, fam in q_family.items():
+        split_of_family.setdefault(fam, set()).add(q_split[qid])
+    assert all(len(v) == 1 for v in split_of_family.values())  # a family is in one split
+    chunk_family = {r["_id"]: r["family"] for r in _jsonl(out / "dataset" / "labels" / "chunks.jsonl")}
+    confirmed = [r["id"] for r in _jsonl(out / "lineage.jsonl") for f in r["feedback"]
+                 if f["cause"] in ("user accepted", "user pointed to the right answer")]
+    assert confirmed
+    assert all(split_of_family[chunk_family[c]] == {"dev"} for c in confirmed)
 
 
 def test_feedback_changes_the_live_series(learning):
@@ -111,9 +183,17 @@ def test_without_feedback_and_access_live_equals_frozen(tmp_path):
         assert (a["round"], a["split"]) == (b["round"], b["split"])
         assert {k: a[k] for k in METRICS} == {k: b[k] for k in METRICS}, (a["round"], a["split"])
     assert result["summary"]["smartvector_live"] == result["summary"]["smartvector_frozen"]
+    assert result["summary"]["in_sample"]["smartvector_live"] == result["summary"]["in_sample"]["smartvector_frozen"]
     lineage = [json.loads(line) for line in (tmp_path / "run" / "lineage.jsonl").read_text().splitlines()]
     assert all(r["accesses"] == 0 and not [f for f in r["feedback"] if f["cause"].startswith("user")]
                for r in lineage)
+
+
+def test_feedback_and_eval_on_the_same_split_has_no_in_sample(tmp_path):
+    result = run(config("experiment.replay.feedback_split=test", "experiment.replay.eval_split=test"), tmp_path / "run")
+    assert "in_sample" not in result["summary"]
+    assert {r["split"] for r in result["series"]} == {"test"} and len(result["series"]) == 13 * 3
+    assert all(result["summary"][name]["split"] == "test" for name in SYSTEMS)
 
 
 def test_same_config_gives_identical_series(learning, tmp_path):
@@ -156,19 +236,29 @@ def test_feedback_loop_with_the_real_model_through_the_cli(cli, tmp_path):
             f"embedder.cache_path={tmp_path / 'cache.sqlite'}")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "# Feedback loop" in r.stdout and "| smartvector_live |" in r.stdout
+    assert "| smartvector_live (in sample: dev families) |" in r.stdout
     result = json.loads(Path(out / "feedback_loop.json").read_text())
-    assert result["dataset"]["n_vectors"] == 258 and result["dataset"]["n_queries"] == 138
+    assert result["dataset"]["n_vectors"] == len(_jsonl(out / "dataset" / "corpus.jsonl"))
+    assert result["dataset"]["n_queries"] == len(_jsonl(out / "dataset" / "queries.jsonl"))
+    assert (result["experiment"]["replay"]["feedback_split"], result["experiment"]["replay"]["eval_split"]) == \
+        ("dev", "test")
     # rounds at -28, -21, ..., +14: 28/7 + 14/7 + 1 = 7
     assert result["experiment"]["rounds"] == 7
     fb = result["feedback"]
     assert fb["corrections"] > 0 and fb["acceptances"] > 0
     s = result["summary"]
-    assert s["smartvector_live"]["n_rounds"] == s["smartvector_frozen"]["n_rounds"] == 7
-    # measured at the time of writing: live 63.8% vs frozen 23.2% in the last round (test split, 69 queries);
-    # assert a 20-point margin, about half of what was measured
-    assert s["smartvector_live"]["top1_last"] >= s["smartvector_frozen"]["top1_last"] + 0.20
-    assert s["smartvector_live"]["top1_last"] >= s["plain_cosine"]["top1_last"]
-    # the first round comes before any feedback: live and frozen agree there
+    for name in SYSTEMS:
+        assert s[name]["split"] == "test" and s["in_sample"][name]["split"] == "dev"
+        assert s[name]["n_rounds"] == s["in_sample"][name]["n_rounds"] == 7
+    # the first round comes before any feedback: live and frozen agree there, on both splits
     assert s["smartvector_live"]["top1_first"] == s["smartvector_frozen"]["top1_first"]
+    assert s["in_sample"]["smartvector_live"]["top1_first"] == s["in_sample"]["smartvector_frozen"]["top1_first"]
+    # In sample (the dev families whose users gave the feedback) the live store learns. Measured with a local
+    # fix of the summary bug: last round live 91.2% vs frozen 22.1% (dev, 68 queries); assert 35 points, about
+    # half. On the held-out test families there is no such gain (live 27.1% vs frozen 35.7%), so nothing is
+    # asserted there beyond the first round.
+    ins = s["in_sample"]
+    assert ins["smartvector_live"]["top1_last"] >= ins["smartvector_frozen"]["top1_last"] + 0.35
+    assert ins["smartvector_live"]["top1_last"] >= ins["plain_cosine"]["top1_last"]
     for name in ("feedback_loop.csv", "lineage.jsonl", "explain_final.jsonl", "table.md"):
         assert (out / name).is_file(), name

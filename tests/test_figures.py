@@ -1,6 +1,8 @@
-"""paper_figures/: every figure script on a small fake results/ tree (documented layouts): files are written,
-bytes are identical on reruns and in a fresh process, a missing input skips the figure with a message, a
-malformed input raises an error naming the file and the column or key."""
+"""paper_figures/: every figure script on a small hand-made results/ tree in the v2 layouts (metrics.json with
+families, cluster-bootstrap intervals, permutation tests and power; the large profile; the shortcut audit;
+sweeps; the feedback loop's test and dev rows): files are written, bytes are identical on reruns and in a
+fresh process, a missing input skips the figure with a message, a malformed input raises an error naming the
+file and the column or key; the systems appear in the main table's order and captions say families."""
 
 from __future__ import annotations
 
@@ -25,7 +27,17 @@ make_all = importlib.import_module("paper_figures.make_all")
 FIGURES = make_all.FIGURES
 MODULES = {name: importlib.import_module(f"paper_figures.{name}") for name in FIGURES}
 
-SYSTEMS = ("plain_cosine", "smartvector", "kg_smartvector")
+# The v2 systems list in the main table's order (the large profile runs every one but smartvector_ref).
+SYSTEMS = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
+           "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
+LARGE_SYSTEMS = tuple(s for s in SYSTEMS if s != "smartvector_ref")
+SWEEP_SYSTEMS = {  # as in conf/experiment/<preset>.yaml
+    "contradiction_sweep": ("plain_cosine", "valid_cosine", "smartvector", "livevectorlake", "kg_smartvector",
+                            "oracle"),
+    "ablation": ("plain_cosine", "valid_cosine", "smartvector"),
+    "seeds": SYSTEMS,
+    "half_life": ("smartvector",),
+}
 TIDY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "leakage_at_10")
 TIDY_HEAD = ["sweep", "job", "job_dir", "status", "overrides"]
 TIDY_TAIL = (["system", "split", "n_queries"]
@@ -33,32 +45,71 @@ TIDY_TAIL = (["system", "split", "n_queries"]
              + ["mcnemar_p", "dataset_sha256", "dataset_seed", "git_sha", "config_sha256"])
 FEEDBACK_FIELDS = ("round", "time", "days_from_now", "system", "split", "n_queries", "top1", "top1_lo", "top1_hi",
                    "stale_rate", "rumor_rate", "ece", "corrections", "acceptances", "dormant_in_force")
+AUDIT_FIELDS = ("profile", "seed", "dataset_sha256", "rule", "kind", "keep", "dev_top1", "test_top1", "test_gain",
+                "n_test", "n_test_families")
+AUDIT_RULES = (("valid_cosine", "baseline"), ("has_digit", "surface"), ("position", "surface"),
+               ("dependency_target", "surface"), ("dependency_source", "surface"), ("id_pattern", "surface"),
+               ("kind", "surface"), ("source", "trust"), ("authority", "trust"))
 
 
 # -- the fake results tree -------------------------------------------------------------------------------------
 
-def _split_metrics(i: int, split: str) -> dict:
-    b = 0.1 * (i + 1) + (0.02 if split == "dev" else 0.0)
+def _split_metrics(i: int, split: str, n: int = 70, families: int = 6) -> dict:
+    b = round(0.06 * (i + 1) + (0.02 if split == "dev" else 0.0), 6)
     edges = [round(0.1 * k, 1) for k in range(11)]
     counts = [0, 0, 0, 5 + i, 20, 30 - i, 10, 4, 0, 0]
-    acc = [None if n == 0 else round(min(1.0, 0.05 * k + 0.1 * i), 3) for k, n in enumerate(counts)]
-    conf = [None if n == 0 else round(0.1 * k + 0.05, 3) for k, n in enumerate(counts)]
-    cat = {"top1": b, "n_queries": 14, "leakage_at_10": round(0.3 / (i + 1), 4)}
+    acc = [None if c == 0 else round(min(1.0, 0.05 * k + 0.05 * i), 3) for k, c in enumerate(counts)]
+    conf = [None if c == 0 else round(0.1 * k + 0.05, 3) for k, c in enumerate(counts)]
+    cat = {"top1": b, "top1_ci": [max(0.0, b - 0.1), b + 0.1], "n_queries": 14, "ece": 0.2,
+           "leakage_at_10": round(0.3 / (i + 1), 4), "mrr_at_10": b, "ndcg_at_10": b, "recall_at_5": b,
+           "rumor_rate": 0.0, "stale_rate": 0.1}
+    baseline = i == 0
     return {
-        "n_queries": 69, "top1": b, "top1_ci": [b - 0.08, b + 0.08],
-        "stale_rate": 0.3 - 0.1 * i, "stale_rate_ci": [max(0, 0.2 - 0.1 * i), 0.4 - 0.1 * i],
-        "rumor_rate": 0.1, "rumor_rate_ci": [0.05, 0.16],
-        "ece": 0.5 - 0.15 * i, "ece_ci": [0.45 - 0.15 * i, 0.56 - 0.15 * i],
+        "n_queries": n, "n_families": families, "top1": b, "top1_ci": [max(0.0, b - 0.08), b + 0.08],
+        "stale_rate": round(0.3 - 0.02 * i, 6), "stale_rate_ci": [round(0.2 - 0.02 * i, 6), round(0.4 - 0.02 * i, 6)],
+        "rumor_rate": 0.0 if i == 10 else 0.1, "rumor_rate_ci": [0.0, 0.0] if i == 10 else [0.05, 0.16],
+        "ece": round(0.5 - 0.03 * i, 6), "ece_ci": [round(0.45 - 0.03 * i, 6), round(0.56 - 0.03 * i, 6)],
         "ece_bins": {"edges": edges, "counts": counts, "accuracy": acc, "mean_confidence": conf, "n_bins": 10},
-        "mrr_at_10": b + 0.1, "recall_at_5": b + 0.3, "mcnemar_p": None if i == 0 else 0.2,
+        "mrr_at_10": b + 0.1, "mrr_at_10_ci": [b, b + 0.2],
+        "recall_at_5": b + 0.3, "recall_at_5_ci": [b + 0.2, b + 0.4],
+        "ndcg_at_10": b + 0.12, "ndcg_at_10_ci": [b + 0.02, b + 0.22],
+        "mcnemar": {"b": 3, "c": 5, "n": n, "p_value": 0.2}, "mcnemar_p": None if baseline else 0.2,
+        "permutation": {"exact": True, "n": n, "n_clusters": families, "p_value": 0.25, "statistic": 0.05},
+        "permutation_p": None if baseline else 0.25,
         "leakage_at_10": round(0.2 / (i + 1), 4), "leakage_at_10_ci": [0.0, round(0.3 / (i + 1), 4)],
         "by_category": {"historical": cat, "current": dict(cat, leakage_at_10=0.0)},
     }
 
 
-def metrics_json() -> dict:
-    return {"schema_version": 1,
-            "systems": {s: {sp: _split_metrics(i, sp) for sp in ("dev", "test")} for i, s in enumerate(SYSTEMS)}}
+def metrics_json(systems=SYSTEMS, large: bool = False) -> dict:
+    n, fam = (574, 50) if large else (70, 6)
+    name = "versioned_policies_large" if large else "versioned_policies"
+    return {"schema_version": "2.0",
+            "dataset": {"name": name, "seed": 42, "n_vectors": 2150 if large else 258,
+                        "n_queries": 1150 if large else 138, "n_families": 100 if large else 12, "sha256": "ab" * 32,
+                        "labels": True, "path": "dataset"},
+            "experiment": {"baseline": "plain_cosine", "k": 10, "name": "main", "serve_time": "2024-12-31T00:00:00Z"},
+            "power": {"alpha": 0.05, "design_effect": 3.7, "icc": 0.25, "mde_top1": 0.377, "mde_top1_at_50": 0.404,
+                      "mean_family_size": n / fam, "n_effective": 19.0, "n_families": fam, "n_queries": n,
+                      "power": 0.8, "reference_system": "valid_cosine", "reference_top1": 0.57, "split": "test"},
+            "systems": {s: {sp: _split_metrics(SYSTEMS.index(s), sp, n, fam) for sp in ("dev", "test")}
+                        for s in systems}}
+
+
+def audit_rows(profiles=("versioned_policies", "versioned_policies_large"), seeds=(1, 2, 3)) -> list[dict]:
+    rows = []
+    for p, profile in enumerate(profiles):
+        for seed in seeds:
+            base = round(0.3 - 0.05 * p + 0.01 * seed, 6)
+            for j, (rule, kind) in enumerate(AUDIT_RULES):
+                gain = 0.0 if rule == "valid_cosine" else round((0.2 if rule == "kind" else 0.01 * (j % 3 - 1))
+                                                                 + 0.005 * seed, 6)
+                rows.append({"profile": profile, "seed": seed, "dataset_sha256": f"sha{p}{seed}", "rule": rule,
+                             "kind": kind, "keep": "" if rule == "valid_cosine" else "a|b",
+                             "dev_top1": round(base + gain + 0.02, 6), "test_top1": round(base + gain, 6),
+                             "test_gain": gain, "n_test": 70 if p == 0 else 574 + seed % 2,
+                             "n_test_families": 6 if p == 0 else 50})
+    return rows
 
 
 def _summary(mean: float, n: int = 40) -> dict:
@@ -84,29 +135,30 @@ def feedback_rows() -> list[dict]:
     rows = []
     for r in range(6):
         for i, s in enumerate(("smartvector_live", "smartvector_frozen", "plain_cosine")):
-            for split in ("test", "dev"):
-                top1 = round(0.1 + 0.1 * r / (i + 1), 4)
+            for split in ("test", "dev"):  # test: held out from feedback; dev: gave it (in sample)
+                top1 = round(0.1 + 0.1 * r / (i + 1) + (0.05 if split == "dev" else 0.0), 4)
                 rows.append({"round": r, "time": f"2025-01-{r + 1:02d}T00:00:00Z", "days_from_now": -35 + 7 * r,
-                             "system": s, "split": split, "n_queries": 69, "top1": top1,
+                             "system": s, "split": split, "n_queries": 70 if split == "test" else 68, "top1": top1,
                              "top1_lo": round(top1 - 0.08, 4), "top1_hi": round(top1 + 0.08, 4),
                              "stale_rate": 0.0, "rumor_rate": 0.05, "ece": 0.3, "corrections": 3 * r,
                              "acceptances": 2 * r, "dormant_in_force": 10 if i < 2 else ""})
     return rows
 
 
-def tidy_rows(sweep: str, keys: dict[str, list], seeds=(1, 2, 3)) -> tuple[list[str], list[dict]]:
+def tidy_rows(sweep: str, keys: dict[str, list], seeds=(1, 2, 3), systems=None) -> tuple[list[str], list[dict]]:
     """One row per job (a combination of ``keys`` and a seed) x system x split, plus a failed job."""
     import itertools
 
+    systems = SWEEP_SYSTEMS.get(sweep, SYSTEMS) if systems is None else systems
     cols = TIDY_HEAD + [k for k in keys if k != "dataset.seed"] + ["dataset.seed"] + TIDY_TAIL
     combos = list(itertools.product(*keys.values(), seeds))
     rows = []
     for job, (*vals, seed) in enumerate(combos):
         setting = dict(zip(keys, vals))
-        for i, system in enumerate(SYSTEMS):
+        for i, system in enumerate(systems):
             for split in ("dev", "test"):
                 x = sum(float(v) if not isinstance(v, str) else len(v) for v in vals)
-                top1 = round((0.15 + 0.2 * i + 0.01 * seed + 0.001 * x) % 0.95, 6)
+                top1 = round((0.15 + 0.07 * i + 0.01 * seed + 0.001 * x) % 0.95, 6)
                 row = {"sweep": sweep, "job": job, "job_dir": f"multirun/{sweep}/{job}", "status": "complete",
                        "overrides": " ".join(f"{k}={v}" for k, v in setting.items()) + f" dataset.seed={seed}",
                        "dataset.seed": seed, "system": system, "split": split, "n_queries": 69,
@@ -138,7 +190,8 @@ TEMPORAL = "retrievers.smartvector.temporal.half_life_days"
 CONFIDENCE = "retrievers.smartvector.confidence.half_life_days"
 SWEEPS = {
     "contradiction_sweep": {"dataset.contradiction_rate": [0.0, 0.25, 0.5]},
-    "ablation": {"weights": ["paper", "no_semantic", "no_temporal", "only_semantic", "only_temporal"]},
+    "ablation": {"weights": ["paper", "no_semantic", "no_temporal", "no_confidence", "only_semantic",
+                             "only_temporal"]},
     "seeds": {},
     "half_life": {TEMPORAL: [30, 90, 365], CONFIDENCE: [30, 180]},
 }
@@ -165,6 +218,8 @@ def perf_rows() -> list[dict]:
 def build_results(root: Path) -> Path:
     write_csv(root / "perf" / "summary.csv", PERF_FIELDS, perf_rows())
     write_json(root / "main" / "metrics.json", metrics_json())
+    write_json(root / "main_large" / "metrics.json", metrics_json(LARGE_SYSTEMS, large=True))
+    write_csv(root / "shortcut_audit" / "shortcut_audit.csv", AUDIT_FIELDS, audit_rows())
     write_json(root / "reembed_cost" / "reembed_cost.json", reembed_json())
     write_csv(root / "feedback_loop" / "feedback_loop.csv", FEEDBACK_FIELDS, feedback_rows())
     for sweep, keys in SWEEPS.items():
@@ -172,7 +227,9 @@ def build_results(root: Path) -> Path:
     return root
 
 
-INPUTS = {"fig_main": "main/metrics.json", "fig_reliability": "main/metrics.json", "fig_leakage": "main/metrics.json",
+INPUTS = {"fig_main": "main/metrics.json", "fig_main_large": "main_large/metrics.json",
+          "fig_shortcut_audit": "shortcut_audit/shortcut_audit.csv", "fig_reliability": "main/metrics.json",
+          "fig_leakage": "main/metrics.json",
           "fig_reembed_cost": "reembed_cost/reembed_cost.json", "fig_feedback_loop": "feedback_loop/feedback_loop.csv",
           "fig_contradiction_sweep": "contradiction_sweep/tidy.csv", "fig_ablation": "ablation/tidy.csv",
           "fig_seeds": "seeds/tidy.csv", "fig_half_life": "half_life/tidy.csv",
@@ -196,8 +253,10 @@ def _drop_column(path: Path, column: str) -> None:
 # figure -> (how to break its input, what the error must name)
 MALFORMED = {
     "fig_main": ("key", "systems.smartvector.test.top1_ci", "top1_ci"),
-    "fig_reliability": ("key", "systems.kg_smartvector.test.ece_bins.counts", "ece_bins.counts"),
-    "fig_leakage": ("key", "systems.plain_cosine.test.leakage_at_10", "leakage_at_10"),
+    "fig_main_large": ("key", "systems.valid_cosine.test.stale_rate_ci", "stale_rate_ci"),
+    "fig_shortcut_audit": ("column", "test_top1", "test_top1"),
+    "fig_reliability": ("key", "systems.oracle.test.ece_bins.counts", "ece_bins.counts"),
+    "fig_leakage": ("key", "systems.valid_cosine.test.leakage_at_10", "leakage_at_10"),
     "fig_reembed_cost": ("key", "strategies.cdc.by_edit_type.sentence.chunks_reembedded_ci", "chunks_reembedded_ci"),
     "fig_feedback_loop": ("column", "top1_hi", "top1_hi"),
     "fig_contradiction_sweep": ("column", "dataset.contradiction_rate", "dataset.contradiction_rate"),
@@ -250,16 +309,17 @@ def test_rerun_and_restore_are_byte_identical(made, results, name):
     assert _bytes(out, name) == before
 
 
-def test_script_alone_in_a_fresh_process_gives_identical_bytes(made, results, tmp_path):
+@pytest.mark.parametrize("name", ["fig_main", "fig_main_large", "fig_shortcut_audit"])
+def test_script_alone_in_a_fresh_process_gives_identical_bytes(made, results, tmp_path, name):
     """A figure script run on its own, in another process with another hash seed, writes the same bytes."""
     out, _ = made
     out2 = tmp_path / "figures"
     env = dict(os.environ, PYTHONHASHSEED="12345", MPLBACKEND="Agg")
-    cmd = [sys.executable, str(REPO / "paper_figures" / "fig_main.py"), "--results", str(results), "--out", str(out2)]
+    cmd = [sys.executable, str(REPO / "paper_figures" / f"{name}.py"), "--results", str(results), "--out", str(out2)]
     p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert p.returncode == 0, p.stderr
-    assert "fig_main.png" in p.stdout and "fig_main.pdf" in p.stdout
-    assert _bytes(out2, "fig_main") == _bytes(out, "fig_main")
+    assert f"{name}.png" in p.stdout and f"{name}.pdf" in p.stdout
+    assert _bytes(out2, name) == _bytes(out, name)
 
 
 @pytest.mark.parametrize("name", FIGURES)
@@ -347,3 +407,188 @@ def test_unusable_rows_are_ignored(results, tmp_path, capsys):
     write_csv(path, cols, [dict(r, status="failed") for r in rows])
     o = MODULES["fig_seeds"].make(tmp_path / "results", tmp_path / "figures")
     assert o.skipped is not None and "no usable rows" in capsys.readouterr().out
+
+
+# -- v2: systems, captions, the new figures ------------------------------------------------------------------
+
+def _drawn(name: str, results: Path, tmp_path: Path, monkeypatch):
+    """Make figure ``name`` and return its Figure object, drawn but not rendered (common.save keeps it)."""
+    kept = []
+
+    def keep(fig, out_dir, figname):
+        fig.canvas.draw()  # lay out as save would, so texts and positions are final
+        kept.append(fig)
+        return common.Outcome(figname, (), None)
+
+    monkeypatch.setattr(common, "save", keep)
+    MODULES[name].make(results, tmp_path / "drawn")
+    assert len(kept) == 1
+    return kept[0]
+
+
+def _texts(fig) -> list[str]:
+    from matplotlib.text import Text
+
+    return [t.get_text() for t in fig.findobj(Text) if t.get_text()]
+
+
+def _ticks_top_down(ax) -> list[str]:
+    pairs = sorted(zip(ax.get_yticks(), (t.get_text() for t in ax.get_yticklabels())), reverse=True)
+    return [label for _, label in pairs]
+
+
+def test_system_order_is_the_main_table_order():
+    shuffled = sorted(SYSTEMS, key=lambda s: s[::-1])
+    assert common.system_order(shuffled) == list(SYSTEMS)
+    assert common.system_order(["zzz", "oracle", "aaa", "plain_cosine"]) == ["plain_cosine", "oracle", "aaa", "zzz"]
+    assert "metadata_filter" in common.SYSTEM_ORDER and "valid_cosine" in common.BASELINES
+    assert common.CEILINGS == ("oracle",)
+    col = common.colours(SYSTEMS)
+    assert set(col) == set(SYSTEMS) and all(s in common.PALETTE for s in SYSTEMS)
+    assert len(set(col.values())) == len(SYSTEMS)  # every system of the main table has its own colour
+    assert common.PAPER_COLOUR not in col.values()  # red stays for the paper's claims
+
+
+@pytest.mark.parametrize("name, systems", [("fig_main", SYSTEMS), ("fig_main_large", LARGE_SYSTEMS)])
+def test_main_figures_show_every_system_in_table_order(name, systems, results, tmp_path, monkeypatch):
+    fig = _drawn(name, results, tmp_path, monkeypatch)
+    assert _ticks_top_down(fig.axes[0]) == list(systems)
+    text = " ".join(_texts(fig))
+    assert "cluster bootstrap" in text and "over families" in text and "over queries" not in text
+    n = "574 queries in 50 families" if name == "fig_main_large" else "70 queries in 6 families"
+    assert n in text
+    assert ("versioned_policies_large" in text) == (name == "fig_main_large")
+    assert "reads the labels" in text  # the oracle is told apart as a ceiling
+
+
+@pytest.mark.parametrize("name", ["fig_main", "fig_main_large", "fig_reliability", "fig_leakage", "fig_feedback_loop",
+                                  "fig_reembed_cost"])
+def test_interval_captions_name_their_resampling_unit(name, results, tmp_path, monkeypatch):
+    text = " ".join(_texts(_drawn(name, results, tmp_path, monkeypatch))).replace("\n", " ")
+    assert "over queries" not in text
+    assert ("over edits" if name == "fig_reembed_cost" else "over families") in text
+
+
+@pytest.mark.parametrize("name", ["fig_reliability", "fig_leakage", "fig_seeds", "fig_contradiction_sweep"])
+def test_baselines_and_oracle_are_drawn(name, results, tmp_path, monkeypatch):
+    text = " ".join(_texts(_drawn(name, results, tmp_path, monkeypatch)))
+    assert "valid_cosine" in text and "oracle" in text
+    if name != "fig_contradiction_sweep":
+        assert "bm25_valid" in text and "metadata_filter" in text
+
+
+def test_fig_main_large_reads_only_the_large_folder(results, tmp_path, capsys):
+    part = tmp_path / "results"
+    shutil.copytree(results / "main", part / "main")
+    o = MODULES["fig_main_large"].make(part, tmp_path / "figures")
+    assert o.skipped is not None and "main_large/metrics.json" in capsys.readouterr().out
+    shutil.rmtree(part / "main")
+    shutil.copytree(results / "main_large", part / "main_large")
+    o = MODULES["fig_main_large"].make(part, tmp_path / "figures")
+    assert o.skipped is None and (tmp_path / "figures" / "fig_main_large.png").is_file()
+    assert not (tmp_path / "figures" / "fig_main.png").exists()
+
+
+def test_ablation_draws_weight_free_baselines_as_reference_lines(results, tmp_path, monkeypatch):
+    fig = _drawn("fig_ablation", results, tmp_path, monkeypatch)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert titles == ["smartvector"]  # plain_cosine and valid_cosine ignore the weights: lines, not panels
+    legend = " ".join(_texts(fig))
+    assert "valid_cosine" in legend and "plain_cosine" in legend
+    # With only the weight-free baselines, they become panels (nothing else to draw them in).
+    path = tmp_path / "only" / "ablation" / "tidy.csv"
+    write_csv(path, *tidy_rows("ablation", SWEEPS["ablation"], systems=("plain_cosine", "valid_cosine")))
+    monkeypatch.undo()
+    fig = _drawn("fig_ablation", tmp_path / "only", tmp_path, monkeypatch)
+    assert [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()] == ["plain_cosine",
+                                                                                         "valid_cosine"]
+
+
+def test_feedback_loop_draws_test_solid_and_dev_dashed(results, made, tmp_path, monkeypatch):
+    fig = _drawn("fig_feedback_loop", results, tmp_path, monkeypatch)
+    ax = fig.axes[0]
+    styles = {}
+    for line in ax.get_lines():
+        if len(line.get_xdata()) == 6:  # a series (not the day-0 marker)
+            styles.setdefault(line.get_linestyle(), []).append(line)
+    assert len(styles["-"]) == 3 and len(styles["--"]) == 3
+    solid_tops = sorted(float(max(line.get_ydata())) for line in styles["-"])
+    dashed_tops = sorted(float(max(line.get_ydata())) for line in styles["--"])
+    assert all(d > s for s, d in zip(solid_tops, dashed_tops))  # the fixture's dev rows are higher
+    # Test rows alone: still made (no dashed lines); dev rows alone: skipped, the test split is the main series.
+    monkeypatch.undo()  # save for real again
+    out, _ = made
+    for split, made_it in (("test", True), ("dev", False)):
+        root = tmp_path / split
+        write_csv(root / "feedback_loop" / "feedback_loop.csv", FEEDBACK_FIELDS,
+                  [r for r in feedback_rows() if r["split"] == split])
+        o = MODULES["fig_feedback_loop"].make(root, tmp_path / f"f_{split}")
+        assert (o.skipped is None) is made_it
+        if made_it:
+            assert _bytes(tmp_path / f"f_{split}", "fig_feedback_loop") != _bytes(out, "fig_feedback_loop")
+
+
+def test_shortcut_audit_groups_cues_and_draws_valid_cosine(results, tmp_path, monkeypatch):
+    fig = _drawn("fig_shortcut_audit", results, tmp_path, monkeypatch)
+    panels = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title().split("\n")[0] for ax in panels] == ["versioned_policies", "versioned_policies_large"]
+    assert "6 families" in panels[0].get_title() and "574-575 test queries in 50 families" in panels[1].get_title()
+    rules = [r for r, _ in AUDIT_RULES if r != "valid_cosine"]
+    assert _ticks_top_down(panels[0]) == rules  # surface cues first (audit order), then trust signals
+    text = " ".join(_texts(fig))
+    assert "surface cue" in text and "trust signal" in text and "valid_cosine" in text and "min-max" in text
+    # bar colours: one for the surface cues, another for the trust signals
+    import matplotlib.colors as mcolors
+
+    bars = sorted((p.get_y(), mcolors.to_hex(p.get_facecolor())) for p in panels[0].patches
+                  if p.get_width() > 0 and p.get_height() == pytest.approx(0.65))  # the bars, not the band
+    by_rule = dict(zip(reversed(rules), (c for _, c in bars)))
+    assert len({by_rule[r] for r in rules[:6]}) == 1 and len({by_rule[r] for r in rules[6:]}) == 1
+    assert by_rule["kind"] != by_rule["source"]
+    # the reference line is valid_cosine's mean test top-1 over seeds (0.32 = mean of 0.31, 0.32, 0.33)
+    vlines = [line for line in panels[0].get_lines() if line.get_linestyle() == ":"]
+    assert len(vlines) == 1 and float(vlines[0].get_xdata()[0]) == pytest.approx(0.32)
+
+
+def test_shortcut_audit_whiskers_are_min_max_over_seeds(results, tmp_path, monkeypatch):
+    fig = _drawn("fig_shortcut_audit", results, tmp_path, monkeypatch)
+    ax = [a for a in fig.axes if a.get_visible()][0]
+    kind = [r for r in audit_rows() if r["profile"] == "versioned_policies" and r["rule"] == "kind"]
+    lo, hi = min(r["test_top1"] for r in kind), max(r["test_top1"] for r in kind)
+    import numpy as np
+
+    segments = [seg for coll in ax.collections if hasattr(coll, "get_segments") for seg in coll.get_segments()]
+    spans = {(round(float(np.min(seg[:, 0])), 6), round(float(np.max(seg[:, 0])), 6)) for seg in segments
+             if seg[0, 1] == seg[-1, 1]}  # horizontal whiskers
+    assert (round(lo, 6), round(hi, 6)) in spans
+
+
+def test_shortcut_audit_malformed_and_empty_inputs(results, tmp_path, capsys):
+    path = tmp_path / "results" / "shortcut_audit" / "shortcut_audit.csv"
+    rows = audit_rows()
+    bad = [dict(r) for r in rows]
+    bad[5]["test_top1"] = "n/a"
+    write_csv(path, AUDIT_FIELDS, bad)
+    with pytest.raises(common.FigureInputError, match=r"shortcut_audit\.csv:7: column test_top1: expected a number"):
+        MODULES["fig_shortcut_audit"].make(tmp_path / "results", tmp_path / "figures")
+    bad = [dict(r) for r in rows]
+    bad[12]["kind"] = "trust" if bad[12]["kind"] == "surface" else "surface"
+    write_csv(path, AUDIT_FIELDS, bad)
+    with pytest.raises(common.FigureInputError, match=r"shortcut_audit\.csv:14: column kind"):
+        MODULES["fig_shortcut_audit"].make(tmp_path / "results", tmp_path / "figures")
+    write_csv(path, AUDIT_FIELDS, rows + [rows[3]])
+    with pytest.raises(common.FigureInputError, match="duplicate row"):
+        MODULES["fig_shortcut_audit"].make(tmp_path / "results", tmp_path / "figures")
+    write_csv(path, AUDIT_FIELDS, [r for r in rows if r["rule"] == "valid_cosine"])
+    o = MODULES["fig_shortcut_audit"].make(tmp_path / "results", tmp_path / "figures")
+    assert o.skipped is not None and "no cue rules" in capsys.readouterr().out
+    # Without valid_cosine's rows the rules are still drawn, with no reference line.
+    write_csv(path, AUDIT_FIELDS, [r for r in rows if r["rule"] != "valid_cosine"])
+    o = MODULES["fig_shortcut_audit"].make(tmp_path / "results", tmp_path / "figures")
+    assert o.skipped is None
+
+
+def test_make_all_registers_the_new_figures():
+    assert {"fig_main_large", "fig_shortcut_audit"} <= set(FIGURES)
+    assert FIGURES.index("fig_main") < FIGURES.index("fig_main_large")
+    assert set(FIGURES) == set(INPUTS) == set(MALFORMED)

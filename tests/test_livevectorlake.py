@@ -413,6 +413,17 @@ def test_corpus_versions_take_effect_at_valid_from_and_closed_documents_are_reti
     assert vs[1].text == "Scope: all staff.\n\nThe limit is 50 dollars." and vs[1].end == 20.0
 
 
+def test_corpus_versions_join_the_chunks_in_offset_order_whatever_the_row_order():
+    # Shuffled rows (as the generator writes them): the fact row before the scope row of each version. The
+    # offsets say the scope comes first; the text and its paragraph -> chunk map follow them.
+    rows_ = [dict(POLICY[1], start=18), dict(POLICY[0], start=0), dict(POLICY[3], start=18), dict(POLICY[2], start=0)]
+    vs = corpus_versions(_corpus(rows_))
+    pol = [v for v in vs if v.doc_id == "pol"]
+    assert [v.text for v in pol] == ["Scope: all staff.\n\nThe limit is 50 dollars.",
+                                     "Scope: all staff.\n\nThe limit is 75 dollars."]
+    assert [v.para_chunk for v in pol] == [[1, 0], [3, 2]]
+
+
 def test_an_unchanged_paragraph_maps_to_the_chunk_of_the_version_in_force(tmp_path):
     corpus = _corpus(POLICY)
     vecs = EMB.encode(corpus.texts)

@@ -117,6 +117,21 @@ def test_chunk_positions_are_per_document_version():
     assert chunk_positions(make_corpus(TWO_VERSIONS)).tolist() == [0, 1, 0, 0, 1]
 
 
+def test_chunk_positions_follow_the_offsets_not_the_row_order():
+    # The corpus rows are shuffled (as the generator writes them): the same chunks in reverse row order get
+    # the same positions, so each chunk still meets the same section of the previous version in the package.
+    rows = TWO_VERSIONS[::-1]
+    corpus = make_corpus(rows)
+    n = len(rows)
+    start = np.zeros(n, dtype=np.int64)
+    for k, r in enumerate(rows):  # offsets in the document: the c0 section first, then c1
+        if r["id"].endswith("c1"):
+            start[k] = len(next(x["text"] for x in rows if x["id"] == r["id"][:-1] + "0")) + 1
+    corpus.offset_start = start
+    corpus.offset_end = start + np.array([len(r["text"]) for r in rows])
+    assert chunk_positions(corpus).tolist() == [1, 0, 0, 1, 0]
+
+
 def test_package_supersedes_the_old_version_at_ingest_and_never_returns_it():
     r, _corpus = indexed(TWO_VERSIONS, serve_time=T0 + 25)
     assert status(r, 0) == "DEPRECATED" and status(r, 1) == "DEPRECATED"

@@ -48,8 +48,9 @@ PRESETS = {
     # preset: (jobs, swept keys, systems)
     "seeds": (5, ["dataset.seed"], "all"),
     "contradiction_sweep": (48, ["dataset.contradiction_rate", "dataset.seed"],
-                            ["plain_cosine", "smartvector", "livevectorlake", "kg_smartvector", "oracle"]),
-    "ablation": (27, ["weights", "dataset.seed"], ["plain_cosine", "smartvector"]),
+                            ["plain_cosine", "valid_cosine", "smartvector", "livevectorlake", "kg_smartvector",
+                             "oracle"]),
+    "ablation": (27, ["weights", "dataset.seed"], ["plain_cosine", "valid_cosine", "smartvector"]),
     "tune": (128, ["retrievers.smartvector.weights.semantic", "retrievers.smartvector.weights.temporal",
                    "retrievers.smartvector.weights.confidence", "retrievers.smartvector.weights.relational"],
              ["smartvector"]),

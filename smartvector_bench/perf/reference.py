@@ -57,7 +57,9 @@ one run (:mod:`.targets`; both modes are reported).
 
 Sizes. ``python -m smartvector_bench.perf.reference -n 500 1000 2000 5000 10000 --queries 100 --reps 3`` (this
 module on ``scale_dataset(n, n_queries=100)``, synthetic vectors; 2 cores shared with other jobs, load ~4, so
-+-30%); the full consolidation column is one run as shipped on all N chunks (``--consolidation-max``):
++-30%); the full consolidation column is one run as shipped on all N chunks (``--consolidation-max``). These
+figures (and the ones below) were measured on the benchmark-v1 dataset (rows in document order, team marker
+`` (team b)``) and have not been re-measured on v2; rerun the command for current numbers:
 
 ======  ========  =======  ====  =================  =========  ========  ==========  =========  ==============
 chunks  ingested  index s  runs  ACTIVE / DORMANT   ref p50    ref p95   ref q/s     ours q/s   one full

@@ -20,9 +20,12 @@ class Retriever(Protocol):
         ...
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
-               texts: list[str] | None = None) -> Run:
+               texts: list[str] | None = None, **labels) -> Run:
         """Rank the corpus for each query; ``as_of[q]`` is the time the answer must hold at. ``texts`` are the
-        query texts, for systems that do not work on embeddings (e.g. keyword overlap)."""
+        query texts, for systems that do not work on embeddings (e.g. keyword overlap). ``labels`` is empty
+        except for a system that declares ``reads_labels = True`` (the oracle, a ceiling): the harness then
+        calls its ``index_labels(chunk_family, chunk_kind)`` after ``index`` and passes ``query_family=``.
+        Every other system must ignore unknown keyword arguments."""
         ...
 
     def describe(self) -> dict:
