@@ -77,7 +77,10 @@ def summarise(rows: pd.DataFrame, bar: float) -> dict:
 def render(result: dict) -> str:
     s = result["summary"]["by_profile"]
     profiles = list(s)
-    rules = list(next(iter(s.values())))
+    present = {r for p in profiles for r in s[p]}
+    # valid_cosine, then the surface cues, then the trust signals (the stored JSON has its keys sorted)
+    rules = [r for r in ("valid_cosine",) + SURFACE_CUES + TRUST_CUES if r in present]
+    rules += sorted(present - set(rules))
     head = "| rule | cue kind | " + " | ".join(f"{p}: test top-1 (gain over valid_cosine; min, max)" for p in profiles)
     lines = ["# Shortcut audit: cue rules learned on dev, applied on test", "",
              f"Mean over seeds {result['experiment']['seeds']}; a rule keeps the in-force chunks whose cue value is "
