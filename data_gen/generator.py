@@ -39,7 +39,7 @@ from smartvector_bench.labels import Judgment, Timeline, judge_at
 from smartvector_bench.timeutil import format_iso, parse_iso
 
 from .catalog import TOPICS, Topic
-from .catalog.base import Scope
+from .catalog.base import Scope, draw_fillers
 from .catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, MESSAGE_MAX, NOTE_TEMPLATES,
                                PEOPLE, RUMOR_TEMPLATES)
 from .params import GeneratorParams
@@ -166,15 +166,7 @@ class Generator:
                 return cid
 
     def _fillers(self, rng: np.random.Generator) -> dict[str, str]:
-        return {
-            "ext": str(int(rng.integers(2000, 9000))),
-            "ticket": f"REQ-{int(rng.integers(10000, 100000))}",
-            "section": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 10))}",
-            "headcount": f"{int(rng.integers(120, 4900)):,}",
-            "days": str(int(rng.integers(2, 16))),
-            "room": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 41)):02d}",
-            "form": f"F-{int(rng.integers(101, 1000))}",
-        }
+        return draw_fillers(rng)
 
     # -- time line -------------------------------------------------------------------------------------------
     def _change_dates(self, fam: FamilySpec, n: int, recent: bool) -> np.ndarray:

@@ -37,6 +37,7 @@ from smartvector_bench.errors import BenchError
 from smartvector_bench.labels import GRADE_AUTHORITATIVE, Timeline, judge_at
 from smartvector_bench.timeutil import format_iso, parse_iso
 
+from .catalog.base import draw_fillers
 from .generator import FamilySpec, _rng, catalog_families
 
 PARAGRAPHS = ("scope", "fact", "procedure", "contacts", "boilerplate")  # "scope" is the overview
@@ -114,19 +115,6 @@ class Ids:
                 return cid
 
 
-def _fillers(rng: np.random.Generator) -> dict[str, str]:
-    """The catalog's number fillers (the ranges of ``Generator._fillers``), drawn once per document."""
-    return {
-        "ext": str(int(rng.integers(2000, 9000))),
-        "ticket": f"REQ-{int(rng.integers(10000, 100000))}",
-        "section": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 10))}",
-        "headcount": f"{int(rng.integers(120, 4900)):,}",
-        "days": str(int(rng.integers(2, 16))),
-        "room": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 41)):02d}",
-        "form": f"F-{int(rng.integers(101, 1000))}",
-    }
-
-
 @dataclass
 class Paragraph:
     kind: str  # one of PARAGRAPHS
@@ -202,7 +190,7 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
     for spec in specs:
         topic, key = spec.topic, spec.key
         rng = _rng(p.seed, "lvl", key)
-        fill = _fillers(_rng(p.seed, "lvl", "fillers", key))
+        fill = draw_fillers(_rng(p.seed, "lvl", "fillers", key))
         layout = [PARAGRAPHS[i] for i in _rng(p.seed, "lvl", "layout", key).permutation(len(PARAGRAPHS))]
         doc_id = ids.new("d")
         values = [int(v) for v in rng.permutation(topic.values)]

@@ -37,6 +37,20 @@ FILLERS: dict[str, tuple[str, str]] = {
 }
 
 
+def draw_fillers(rng) -> dict[str, str]:
+    """One family's (or document's) number fillers, within the ranges of :data:`FILLERS` (``date`` aside: it is
+    the version's own date). The order of the draws is fixed: generated datasets depend on it."""
+    return {
+        "ext": str(int(rng.integers(2000, 9000))),
+        "ticket": f"REQ-{int(rng.integers(10000, 100000))}",
+        "section": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 10))}",
+        "headcount": f"{int(rng.integers(120, 4900)):,}",
+        "days": str(int(rng.integers(2, 16))),
+        "room": f"{int(rng.integers(1, 10))}.{int(rng.integers(1, 41)):02d}",
+        "form": f"F-{int(rng.integers(101, 1000))}",
+    }
+
+
 @dataclass(frozen=True)
 class Scope:
     key: str    # snake_case, unique within its topic, e.g. "warehouse"
