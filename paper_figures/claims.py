@@ -5,9 +5,10 @@ results under ``results/`` (nothing is recomputed), and a verdict decided by the
     python paper_figures/claims.py --write-readme  # rewrite every generated README section (see SECTIONS)
 
 A claim whose results file is missing is listed as "not measured (missing <file>)". ``--write-readme`` also
-rewrites the README's other tables that come straight from ``results/`` (the main tables of both profiles,
-the shortcut audit, the seeds summary), each between its own ``<!-- name:start -->`` / ``<!-- name:end -->``
-markers, with the same rendering code as the experiments' own ``table.md``.
+rewrites the other tables that come straight from ``results/`` (the main tables of both profiles, the shortcut
+audit, the seeds summary, ...) in README.md and docs/results.md (``DOCUMENTS``), each between its own
+``<!-- name:start -->`` / ``<!-- name:end -->`` markers, with the same rendering code as the experiments' own
+``table.md``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from smartvector_bench.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
 from smartvector_bench.report import main_table, ordered, power_line  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
+# The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md")
 
 
 def _load(results: Path, rel: str):
@@ -365,7 +368,15 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     texts = sections(Path(args.results))
     if args.write_readme:
-        write_readme(REPO / "README.md", texts)
+        placed = set()
+        for doc in DOCUMENTS:
+            body = doc.read_text(encoding="utf-8")
+            mine = {n: t for n, t in texts.items() if f"<!-- {n}:start -->" in body}
+            write_readme(doc, mine)
+            placed |= set(mine)
+        missing = sorted(set(texts) - placed)
+        if missing:
+            raise SystemExit(f"no section markers for {missing} in {', '.join(str(d) for d in DOCUMENTS)}")
     print(texts["claims"])
 
 
