@@ -48,7 +48,7 @@ figures: install
 	MPLBACKEND=Agg $(PY) paper_figures/make_all.py
 
 .PHONY: claims
-## Rewrite the README's claims table from results/.
+## Rewrite the generated tables of README.md and docs/results.md from results/.
 claims: install
 	$(PY) paper_figures/claims.py --write-readme
 

@@ -23,6 +23,9 @@ Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, famil
 (say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents, families and
 queries (per family and per category kind) depend on the config only; which messages confirm and which are
 notes is drawn per message (``confirmation_rate``), and so are the categories a query's judgments imply.
+
+One module, a little over 500 lines, because a family is one story told in order (time line, policy, runbook,
+messages, cross references, queries); the splits live in ``data_gen.splits`` and the text in the catalog.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from .catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, M
                                PEOPLE, RUMOR_TEMPLATES)
 from .params import GeneratorParams
 
-CATEGORY_ORDER = ("current", "recently_updated", "contested", "dependent", "historical")
+from .splits import CATEGORY_ORDER, assign_family_splits  # noqa: F401  (CATEGORY_ORDER re-exported)
 POLICY_SECTIONS = ("scope", "fact", "procedure", "contacts")
 RUNBOOK_SECTIONS = ("runbook_prereq", "runbook_step", "runbook_verify")
 KIND_OF = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
@@ -482,7 +485,7 @@ class Generator:
         queries = [queries[int(i)] for i in perm]
         for i, rec in enumerate(queries, 1):
             rec.id = f"q{i:04d}"
-        self._assign_splits(queries)
+        assign_family_splits(queries, self.p.test_fraction, _rng(self.p.seed, "splits"))
         return chunks, queries, families
 
     def _cross_references(self, families: list[Family]) -> None:
@@ -502,41 +505,3 @@ class Generator:
                 known = [cid for cid, t in zip(other.contacts_ids, other.contacts_created) if t <= created]
                 if known:
                     by_id[sid].depends_on.append(known[-1])
-
-    def _assign_splits(self, queries: list[QueryRecord]) -> None:
-        """Whole families go to dev or test (no family, hence no relevant chunk, in both), round(n_families *
-        test_fraction) of them in test, chosen so that each category's test share is as close as possible to
-        test_fraction: a seeded start, then pairwise swaps while they reduce the squared imbalance."""
-        fams = sorted({q.family for q in queries})
-        rng = _rng(self.p.seed, "splits")
-        fams = [fams[int(i)] for i in rng.permutation(len(fams))]
-        counts = np.zeros((len(fams), len(CATEGORY_ORDER)))
-        col = {c: i for i, c in enumerate(CATEGORY_ORDER)}
-        row = {f: i for i, f in enumerate(fams)}
-        for q in queries:
-            counts[row[q.family], col[q.category]] += 1
-        target = counts.sum(axis=0) * self.p.test_fraction
-        n_test = int(round(len(fams) * self.p.test_fraction))
-        test = np.zeros(len(fams), dtype=bool)
-        test[:n_test] = True
-
-        def cost(mask: np.ndarray) -> float:
-            return float(((counts[mask].sum(axis=0) - target) ** 2).sum())
-
-        best = cost(test)
-        improved = True
-        while improved:
-            improved = False
-            for a in np.nonzero(test)[0].tolist():
-                for b in np.nonzero(~test)[0].tolist():
-                    trial = test.copy()
-                    trial[a], trial[b] = False, True
-                    c = cost(trial)
-                    if c < best - 1e-9:
-                        test, best, improved = trial, c, True
-                        break
-                if improved:
-                    break
-        split_of = {f: ("test" if test[row[f]] else "dev") for f in fams}
-        for q in queries:
-            q.split = split_of[q.family]

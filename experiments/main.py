@@ -103,7 +103,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         timings[f"{name}_s"] = time.perf_counter() - t
 
     baseline = exp.get("baseline", "plain_cosine")
-    baseline_correct = judge(runs[baseline], queries)["correct"] if baseline in runs else None
+    judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
+    baseline_correct = judged[baseline]["correct"] if baseline in runs else None
     results = {}
     for name, r in tqdm(runs.items(), desc="evaluate", disable=not exp.get("progress", True), leave=False):
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
@@ -111,11 +112,12 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                                                seed=int(exp.get("bootstrap_seed", 0)),
                                                n_bins=int(exp.get("ece_bins", 10)),
                                                windows=(corpus.valid_from, corpus.valid_to),
-                                               n_permutations=int(exp.get("n_permutations", 10000)))
+                                               n_permutations=int(exp.get("n_permutations", 10000)),
+                                               judged=judged[name])
                          for split in SPLITS}
     power_ref = exp.get("power_reference", "valid_cosine")
     power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
-    power = power_analysis(judge(runs[power_ref], queries)["correct"], queries, "test", reference=power_ref)
+    power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
     metrics = {
         "schema_version": SCHEMA_VERSION,
         "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else "custom",
@@ -133,7 +135,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         "provenance": provenance(cfg),
     }
     for name, r in runs.items():
-        write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judge(r, queries), header(metrics), k=10)
+        write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10)
     table = render(metrics)
     atomic_write_text(out_dir / "table.md", table)
     atomic_write_json(out_dir / "metrics.json", metrics)

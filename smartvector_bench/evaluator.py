@@ -111,18 +111,20 @@ MEAN_METRICS = (("top1", "correct"), ("stale_rate", "stale"), ("rumor_rate", "ru
 
 def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.ndarray | None = None,
                    n_boot: int = 1000, seed: int = 0, n_bins: int = 10,
-                   windows: tuple[np.ndarray, np.ndarray] | None = None, n_permutations: int = 10000) -> dict:
+                   windows: tuple[np.ndarray, np.ndarray] | None = None, n_permutations: int = 10000,
+                   judged: dict[str, np.ndarray] | None = None) -> dict:
     """Metrics of ``run`` on the queries with ``queries.split == split`` (see the module docstring).
 
     ``baseline_correct`` is a bool array aligned to the full ``queries`` (all splits); when given, the
-    result holds the paired tests (A = baseline, B = this run), else they are None.
+    result holds the paired tests (A = baseline, B = this run), else they are None. ``judged`` is
+    ``judge(run, queries)`` when the caller already has it (it is the same for every split).
     Raises BenchError if the split has no queries or the arrays are misaligned.
     """
     rows = np.nonzero(np.asarray(queries.split) == split)[0]
     if len(rows) == 0:
         present = sorted({str(s) for s in queries.split})
         raise BenchError(f"split {split!r} has no queries (splits present: {', '.join(present) or 'none'})")
-    full = judge(run, queries)
+    full = judge(run, queries) if judged is None else judged
     j = {k: v[rows] for k, v in full.items()}
     clusters = np.asarray(queries.family, dtype=object)[rows]
     conf = np.asarray(run.confidence, dtype=np.float64)[rows]

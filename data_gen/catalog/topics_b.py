@@ -1,5 +1,6 @@
 """Catalog topics, part B: customer data retention, remote work days, travel booking notice, parental leave and
-mileage reimbursement."""
+mileage reimbursement.
+Text data (one Topic per block, five topics a file): long by nature, no logic."""
 
 from .base import Scope, Topic
 
