@@ -33,8 +33,9 @@ question's date ("as of 6 August 2024") is rewritten to the shifted ``as_of``.
 Vectors (float32, L2-normalised, 384-d):
 
 - ``vectors="real"``: every corpus and query text embedded with the real all-MiniLM-L6-v2 through
-  ``build_embedder`` (cache on). On this machine (2 CPU cores) that runs at about 300 texts/s: 10K rows
-  and 1,000 queries take 35 s the first time; 1M rows would take about an hour and add ~1.6 GB to the
+  ``build_embedder`` (cache on). On this machine (2 CPU cores) that runs at about 100 texts/s (one text per
+  forward pass, results/perf/embedding.json): 10K rows and 1,000 queries take about 2 minutes the first time;
+  1M rows would take about three hours and add ~1.6 GB to the
   cache, so it is refused above ``REAL_LIMIT`` (20,000) unless ``force=True``.
 - ``vectors="synthetic"`` (default): the 258 base texts and the 138 base queries are embedded once with the
   real model (cached), then the copy of chunk ``i`` in block ``b`` is
