@@ -2,9 +2,10 @@
 
 ``index()`` writes the database (:class:`smartvector_bench.kg.store.KnowledgeGraph`, schema v3, WAL) to
 ``db_path`` if configured (it must not exist yet; relative to the working directory), else to
-``<system temp dir>/kg_smartvector_*/kg.sqlite``, deleted when the retriever is closed or garbage-collected
-(the path is in ``describe()``). It ingests one entity per chunk created by ``serve_time`` (entity_type
-``chunk``; properties ``chunk_id``, ``doc_id``, ``version``, ``source``; ``created_at`` from the
+``<temp dir>/kg_smartvector_*/kg.sqlite`` (``tempfile.gettempdir()``; under ``smartvector-bench`` the job's
+``<run>/.scratch/``, :mod:`smartvector_bench.scratch`), deleted when the retriever is closed or garbage-collected,
+or at interpreter exit (the path is in ``describe()``). It ingests one entity per chunk created by ``serve_time``
+(entity_type ``chunk``; properties ``chunk_id``, ``doc_id``, ``version``, ``source``; ``created_at`` from the
 data; ``base_confidence`` = the chunk's authority; ``decay_rate`` from the config; ``valid_from`` /
 ``valid_until`` from its metadata, an open end as NULL), its vector in ``kg_vectors``, a ``depends_on`` row per
 given dependency and a ``supersedes`` row per supersession (each created when the later of its two chunks
@@ -153,7 +154,10 @@ class KGSmartVector:
     def _open_db(self) -> Path:
         self.close()
         if self.db_path is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="kg_smartvector_")
+            # Removed by close(), on garbage collection or at exit (TemporaryDirectory's own finalizer); a
+            # folder already gone (job_scratch removed the whole scratch) is no error.
+            self._tmp = tempfile.TemporaryDirectory(prefix="kg_smartvector_", dir=tempfile.gettempdir(),
+                                                    ignore_cleanup_errors=True)
             path = Path(self._tmp.name) / "kg.sqlite"
         else:
             path = Path(self.db_path)

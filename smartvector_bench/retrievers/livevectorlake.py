@@ -23,9 +23,13 @@ before ranking by cosine. Each returned row is mapped back to a corpus index: th
 at the row's paragraph position, of the version in force at ``as_of`` (an unchanged paragraph's single cold row
 stands for one corpus chunk per version it lived through). Reported confidence: top-1 cosine clipped to [0, 1].
 
-**Where the lake lives.** ``lake_path: null`` makes a new folder ``livevectorlake-*`` in the system temp dir
-(``$TMPDIR``, else ``/tmp``) per ``index()`` call, removed when the process exits unless ``keep_lake: true``. A
-given ``lake_path`` must be empty or missing (``index`` builds a new lake) and is kept.
+**Where the lake lives.** ``lake_path: null`` makes a new folder ``livevectorlake-*`` in the temp dir
+(``tempfile.gettempdir()``: ``$TMPDIR``, else ``/tmp``; under ``smartvector-bench`` the job's
+``<run>/.scratch/``, :mod:`smartvector_bench.scratch`, so a killed run leaves nothing in ``/tmp``) per ``index()``
+call. It is removed by ``close()``, by the next ``index()``, when the retriever is garbage-collected and at
+interpreter exit (``weakref.finalize``), unless ``keep_lake: true``: a kept lake goes to the system temp dir,
+outside the job's scratch. A given ``lake_path`` must be empty or missing (``index`` builds a new lake) and is
+kept.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from ..chunking import chunk_paragraphs
 from ..dataset import Corpus
 from ..errors import BenchError
 from ..run import Run, rank_by_score
+from ..scratch import system_tempdir
 from ..settings import choice, section
 from ..timeutil import format_iso, from_days
 from ..updates import chunk_hash
@@ -152,14 +157,23 @@ class LiveVectorLakeRetriever:
         self.s = settings(dict(cfg), f"retrievers.{name}")
         self.lake = None
         self._info: dict = {}
+        self._cleanup: weakref.finalize | None = None  # removes the temporary lake folder
+
+    def close(self) -> None:
+        """Drop the lake; a temporary lake folder (``lake_path: null``, not kept) is removed."""
+        self.lake = None
+        if self._cleanup is not None:
+            self._cleanup()
+            self._cleanup = None
 
     # -- index -----------------------------------------------------------------------------------------------
 
     def _lake_folder(self) -> Path:
         if self.s.lake_path is None:
-            path = Path(tempfile.mkdtemp(prefix="livevectorlake-"))
-            if not self.s.keep_lake:
-                weakref.finalize(self, shutil.rmtree, str(path), True)
+            where = system_tempdir() if self.s.keep_lake else tempfile.gettempdir()
+            path = Path(tempfile.mkdtemp(prefix="livevectorlake-", dir=where))
+            if not self.s.keep_lake:  # runs on close(), on garbage collection or at exit, whichever comes first
+                self._cleanup = weakref.finalize(self, shutil.rmtree, str(path), True)
             return path
         path = Path(self.s.lake_path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -174,6 +188,7 @@ class LiveVectorLakeRetriever:
         t_start = time.perf_counter()
         vectors = np.asarray(vectors, dtype=np.float32)
         self.corpus, self.serve_time = corpus, float(serve_time)
+        self.close()  # a previous index()'s temporary lake is no longer reachable
         self.lake = LiveVectorLake.open(self._lake_folder(), dim=int(vectors.shape[1]), hot_index=self.s.hot_index,
                                         cold_cache=self.s.cold_cache, hnsw_m=self.s.hnsw_m,
                                         hnsw_ef_construction=self.s.hnsw_ef_construction,
