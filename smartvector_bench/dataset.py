@@ -5,22 +5,30 @@ Layout: ``corpus.jsonl`` (``_id``, ``title``, ``text``, ``metadata`` with the fi
 (score >= 1 is relevant; every query needs one) and, when the folder came from ``smartvector-gen``,
 ``manifest.json`` and ``labels/`` (:data:`LABEL_FILES`; see :mod:`smartvector_bench.labels`). Nothing a
 retriever reads names a chunk's family, kind or answer: those live in ``labels/``, for the evaluator only.
-Every error names the file and line it comes from.
+Every error is a :class:`BenchError` whose one-line message names the file and line it comes from (or the
+file, for file-level problems, with the fix); nothing is ever written into the folder. With a ``manifest.json``
+every file it lists is checked against its sha256 before anything is parsed.
 """
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import json
+import math
+import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from . import SCHEMA_VERSION
 from .csr import Ragged
 from .errors import BenchError
 from .labels import DOC_TYPES, KINDS, Timeline
-from .timeutil import iso_to_days
+from .timeutil import parse_iso, to_days
 
 SPLITS = ("dev", "test")
 CATEGORIES = ("current", "recently_updated", "contested", "dependent", "historical")
@@ -142,108 +150,273 @@ class Dataset:
     labels: Labels | None = None
 
 
-def read_jsonl(path: Path, allow_empty: bool = False) -> list[tuple[int, dict]]:
-    """(line number, object) for every non-blank line; errors name the file and line."""
-    if not path.is_file():
-        raise BenchError(f"{path}: file is missing (a dataset folder needs corpus.jsonl, queries.jsonl, qrels/)")
-    rows = []
+# ------------------------------------------------------------------------------------------ reading files
+#
+# The contract for bad input: a BenchError whose one-line message starts with the file (and line, where one
+# applies) and says what is wrong; never another exception, and nothing is ever written into the folder.
+
+MAX_INT = 2**53 - 1  # the largest integer every JSON reader holds exactly: bounds versions, offsets, values
+_MISSING = object()
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SCORE = re.compile(r"[0-9]{1,9}")
+_FIX = "regenerate the dataset with smartvector-gen, or delete manifest.json to load the folder unchecked"
+
+
+def _show(value, limit: int = 60) -> str:
+    """``repr`` cut to ``limit`` characters: one line, whatever the value holds."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _kind_of(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _stat(path: Path) -> str:
+    """``file``, ``dir``, ``other`` (FIFO, socket, device: never opened) or ``missing`` (also a broken link)."""
     try:
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BenchError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise BenchError(f"{path}:{lineno}: expected a JSON object")
-                rows.append((lineno, obj))
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "missing"
+    except (OSError, ValueError) as exc:
+        raise BenchError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
+                         "check the permissions of its folder") from None
+    return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _read_bytes(path: Path, needs: str) -> bytes:
+    """The bytes of a file the dataset needs; ``needs`` says what the folder must hold (for the message)."""
+    kind = _stat(path)
+    if kind == "missing":
+        if path.is_symlink():
+            raise BenchError(f"{path}: is a broken symbolic link; {needs}")
+        raise BenchError(f"{path}: file is missing; {needs}")
+    if kind == "dir":
+        raise BenchError(f"{path}: is a folder, not a file; {needs}")
+    if kind == "other":
+        raise BenchError(f"{path}: is not a regular file (a FIFO, socket or device?); {needs}")
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot be read ({exc.strerror or exc}); check its permissions") from None
+
+
+def _decode(path: Path, data: bytes) -> str:
+    """UTF-8 text (no byte-order mark, no NUL)."""
+    if data.startswith(codecs.BOM_UTF8):
+        raise BenchError(f"{path}: starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM")
+    if data[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        raise BenchError(f"{path}: is UTF-16 encoded; save it as UTF-8")
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BenchError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
-    if not rows and not allow_empty:
-        raise BenchError(f"{path}: file is empty")
-    return rows
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise BenchError(f"{path}: not valid UTF-8 at line {line} (byte {exc.start}); save it as UTF-8") from None
+    nul = text.find("\0")
+    if nul >= 0:
+        raise BenchError(f"{path}:{text.count(chr(10), 0, nul) + 1}: contains a NUL byte (a binary or UTF-16 file?)")
+    return text
 
 
-def _need(obj: dict, key: str, where: str, kind: type | tuple[type, ...]):
-    if key not in obj:
-        raise BenchError(f"{where}: missing key {key!r}")
-    value = obj[key]
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise BenchError(f"{where}: key {key!r} has the wrong type ({type(value).__name__})")
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range")
     return value
 
 
+def _parse_json(text: str):
+    """Strict JSON: NaN, Infinity and numbers that overflow a float are errors (ValueError)."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+
+
+def _json_error(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg}, column {exc.colno}"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    if "integer string conversion" in str(exc):
+        return "an integer with thousands of digits"
+    return str(exc)
+
+
+def read_jsonl(path: Path, allow_empty: bool = False, text: str | None = None) -> list[tuple[int, dict]]:
+    """(line number, object) for every non-blank line of ``path`` (or of ``text``, its already-read content);
+    errors name the file and line."""
+    if text is None:
+        text = _decode(path, _read_bytes(path, "the dataset folder needs it"))
+    rows = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip(" \t\r"):
+            continue
+        try:
+            obj = _parse_json(line)
+        except (ValueError, RecursionError) as exc:
+            raise BenchError(f"{path}:{lineno}: not valid JSON ({_json_error(exc)})") from None
+        if not isinstance(obj, dict):
+            raise BenchError(f"{path}:{lineno}: expected a JSON object, got {_kind_of(obj)}")
+        rows.append((lineno, obj))
+    if not rows and not allow_empty:
+        raise BenchError(f"{path}: file is empty (it needs one JSON object per line)")
+    return rows
+
+
+# ----------------------------------------------------------------------------------------- checking fields
+
+_TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object", (int, float): "a number"}
+
+
+def _need(obj: dict, key: str, where: str, kind: type | tuple[type, ...], prefix: str = ""):
+    """``obj[key]`` of type ``kind`` (a bool is no number); ``prefix`` names the enclosing object."""
+    name = prefix + key
+    if key not in obj:
+        raise BenchError(f"{where}: missing key {name!r}")
+    value = obj[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise BenchError(f"{where}: {name!r} must be {_TYPE_NAMES.get(kind, kind)}, got {_kind_of(value)}")
+    return value
+
+
+def _ident(obj: dict, key: str, where: str) -> str:
+    """An id: a non-empty string that fits a qrels field (no tab or line break)."""
+    value = _need(obj, key, where, str)
+    if not value or any(c in value for c in "\t\n\r"):
+        raise BenchError(f"{where}: {key!r} must be a non-empty string without tabs or line breaks, got "
+                         f"{_show(value)}")
+    return value
+
+
+def _int(meta: dict, key: str, where: str, default=_MISSING, prefix: str = "metadata.") -> int:
+    value = meta.get(key, default)
+    if value is _MISSING:
+        raise BenchError(f"{where}: missing key '{prefix}{key}'")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INT:
+        raise BenchError(f"{where}: '{prefix}{key}' must be an integer in [0, 2^53), got {_show(value)}")
+    return value
+
+
+def _number(value, where: str, name: str, nullable: bool = False) -> float:
+    """A finite number (NaN for null where ``nullable``)."""
+    if value is None and nullable:
+        return np.nan
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise BenchError(f"{where}: {name!r} must be a number{' or null' if nullable else ''}, got {_kind_of(value)}")
+    if not -MAX_INT <= value <= MAX_INT:
+        raise BenchError(f"{where}: {name!r} is {_show(value)}; values must be within +-2^53")
+    return float(value)
+
+
+def _iso(value, where: str, name: str) -> float:
+    """An ISO-8601 timestamp with a timezone, as days since the epoch."""
+    example = "e.g. 2024-01-31T00:00:00Z"
+    if not isinstance(value, str):
+        raise BenchError(f"{where}: {name!r} must be an ISO-8601 UTC string ({example}), got {_kind_of(value)}")
+    if not value.isascii() or not value.isprintable() or value != value.strip():
+        raise BenchError(f"{where}: {name!r} is {_show(value)}, not an ISO-8601 timestamp ({example})")
+    try:
+        return to_days(parse_iso(value))
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("Invalid isoformat"):
+            raise BenchError(f"{where}: {name!r} is {_show(value)}, not an ISO-8601 timestamp ({example})") from None
+        raise BenchError(f"{where}: {name!r} {reason}" if "timestamp" in reason else
+                         f"{where}: {name!r} is {_show(value)}: {reason}") from None
+    except OverflowError:
+        raise BenchError(f"{where}: {name!r} is {_show(value)}, out of range once converted to UTC") from None
+
+
 def _time(meta: dict, key: str, where: str, nullable: bool = False) -> float:
-    value = meta.get(key, "missing")
-    if value == "missing":
+    if key not in meta:
         raise BenchError(f"{where}: missing key 'metadata.{key}'")
+    value = meta[key]
     if value is None and nullable:
         return np.inf
-    if not isinstance(value, str):
-        raise BenchError(f"{where}: 'metadata.{key}' must be an ISO-8601 UTC string")
-    try:
-        return iso_to_days(value)
-    except ValueError as exc:
-        raise BenchError(f"{where}: 'metadata.{key}' {exc}") from None
+    return _iso(value, where, f"metadata.{key}")
 
 
 def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def load_corpus(path: Path) -> Corpus:
-    rows = read_jsonl(path)
+# ------------------------------------------------------------------------------------------------ corpus
+
+
+def load_corpus(path: Path, text: str | None = None) -> Corpus:
+    rows = read_jsonl(path, text=text)
     ids, titles, texts = [], [], []
     cols: dict[str, list] = {k: [] for k in CORPUS_META}
     index_of: dict[str, int] = {}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        cid = _need(obj, "_id", where, str)
+        cid = _ident(obj, "_id", where)
         if cid in index_of:
-            raise BenchError(f"{where}: duplicate _id {cid!r}")
+            raise BenchError(f"{where}: duplicate _id {cid!r} (first on line {rows[index_of[cid]][0]})")
         index_of[cid] = len(ids)
         ids.append(cid)
-        titles.append(obj.get("title", "") or "")
-        text = _need(obj, "text", where, str)
-        texts.append(text)
+        title = obj.get("title")
+        if title is not None and not isinstance(title, str):
+            raise BenchError(f"{where}: 'title' must be a string or null, got {_kind_of(title)}")
+        titles.append(title or "")
+        text_ = _need(obj, "text", where, str)
+        texts.append(text_)
         meta = _need(obj, "metadata", where, dict)
         for key in ("doc_id", "source"):
-            cols[key].append(_need(meta, key, where + " metadata", str))
-        cols["version"].append(_need(meta, "version", where + " metadata", int))
-        authority = _need(meta, "authority", where + " metadata", (int, float))
+            cols[key].append(_need(meta, key, where, str, prefix="metadata."))
+        cols["version"].append(_int(meta, "version", where))
+        authority = _need(meta, "authority", where, (int, float), prefix="metadata.")
         if not 0.0 <= authority <= 1.0:
-            raise BenchError(f"{where}: 'metadata.authority' must be in [0, 1], got {authority}")
+            raise BenchError(f"{where}: 'metadata.authority' must be in [0, 1], got {_show(authority)}")
         cols["authority"].append(float(authority))
         for key in ("created_at", "valid_from"):
             cols[key].append(_time(meta, key, where))
         cols["valid_to"].append(_time(meta, "valid_to", where, nullable=True))
-        cols["depends_on"].append((lineno, _need(meta, "depends_on", where + " metadata", list)))
-        sup = meta.get("supersedes", "missing")
-        if sup != "missing" and sup is not None and not isinstance(sup, str):
-            raise BenchError(f"{where}: 'metadata.supersedes' must be a chunk id or null")
+        cols["depends_on"].append((lineno, _need(meta, "depends_on", where, list, prefix="metadata.")))
+        sup = meta.get("supersedes")
+        if sup is not None and not isinstance(sup, str):
+            raise BenchError(f"{where}: 'metadata.supersedes' must be a chunk id or null, got {_kind_of(sup)}")
         if sup == cid:
             raise BenchError(f"{where}: 'metadata.supersedes' names the chunk itself")
-        cols["supersedes"].append((lineno, None if sup == "missing" else sup))
+        cols["supersedes"].append((lineno, sup))
         start = meta.get("offset_start", 0)
-        end = meta.get("offset_end", start + len(text))
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in (start, end)) or end < start:
+        end = meta.get("offset_end", start + len(text_) if isinstance(start, int) else 0)
+        if (not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= MAX_INT for x in (start, end))
+                or end < start):
             raise BenchError(f"{where}: 'metadata.offset_start' / 'offset_end' must be integers 0 <= start <= end")
         cols["offset_start"].append(start)
         cols["offset_end"].append(end)
 
-    def resolve(lineno: int, ref: str, key: str) -> int:
+    def resolve(lineno: int, ref, key: str) -> int:
         if not isinstance(ref, str) or ref not in index_of:
-            raise BenchError(f"{path}:{lineno}: 'metadata.{key}' refers to unknown chunk id {ref!r}")
+            raise BenchError(f"{path}:{lineno}: 'metadata.{key}' refers to unknown chunk id {_show(ref)}")
         return index_of[ref]
 
-    depends = Ragged.from_lists([[resolve(ln, r, "depends_on") for r in refs] for ln, refs in cols["depends_on"]])
+    depends = []
+    for row, (lineno, refs) in enumerate(cols["depends_on"]):
+        targets = [resolve(lineno, r, "depends_on") for r in refs]
+        if row in targets:
+            raise BenchError(f"{path}:{lineno}: 'metadata.depends_on' names the chunk itself")
+        if len(set(targets)) != len(targets):
+            twice = next(t for t in targets if targets.count(t) > 1)
+            raise BenchError(f"{path}:{lineno}: 'metadata.depends_on' lists chunk {ids[twice]!r} twice")
+        depends.append(targets)
     supersedes = np.array([-1 if r is None else resolve(ln, r, "supersedes") for ln, r in cols["supersedes"]],
                           dtype=np.int64)
-    valid_from = np.array(cols["valid_from"])
-    valid_to = np.array(cols["valid_to"])
+    _check_supersession(path, rows, ids, supersedes)
+    valid_from = np.array(cols["valid_from"], dtype=np.float64)
+    valid_to = np.array(cols["valid_to"], dtype=np.float64)
     bad = np.nonzero(valid_to <= valid_from)[0]
     if len(bad):
         raise BenchError(f"{path}:{rows[bad[0]][0]}: 'metadata.valid_to' is not after 'metadata.valid_from'")
@@ -251,39 +424,68 @@ def load_corpus(path: Path) -> Corpus:
         ids=ids, titles=titles, texts=texts,
         doc_id=np.array(cols["doc_id"], dtype=object), version=np.array(cols["version"], dtype=np.int64),
         source=np.array(cols["source"], dtype=object), authority=np.array(cols["authority"], dtype=np.float64),
-        created_at=np.array(cols["created_at"]), valid_from=valid_from, valid_to=valid_to,
-        depends_on=depends, supersedes=supersedes, offset_start=np.array(cols["offset_start"], dtype=np.int64),
+        created_at=np.array(cols["created_at"], dtype=np.float64), valid_from=valid_from, valid_to=valid_to,
+        depends_on=Ragged.from_lists(depends), supersedes=supersedes,
+        offset_start=np.array(cols["offset_start"], dtype=np.int64),
         offset_end=np.array(cols["offset_end"], dtype=np.int64), index_of=index_of,
     )
 
 
-def load_qrels(path: Path) -> dict[str, list[tuple[str, int]]]:
-    """``{query id: [(corpus id, grade), ...]}`` in file order; BEIR header, integer grades >= 0."""
-    if not path.is_file():
-        raise BenchError(f"{path}: file is missing")
-    out: dict[str, list[tuple[str, int]]] = {}
-    try:
-        with path.open(encoding="utf-8") as fh:
-            header = fh.readline().rstrip("\n").split("\t")
-            if header != ["query-id", "corpus-id", "score"]:
-                raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score'")
-            for lineno, line in enumerate(fh, 2):
-                if not line.strip():
-                    continue
-                parts = line.rstrip("\n").split("\t")
-                if len(parts) != 3:
-                    raise BenchError(f"{path}:{lineno}: expected 3 tab-separated fields, got {len(parts)}")
-                try:
-                    score = int(parts[2])
-                except ValueError:
-                    raise BenchError(f"{path}:{lineno}: score {parts[2]!r} is not an integer") from None
-                if score < 0:
-                    raise BenchError(f"{path}:{lineno}: score {score} must be >= 0")
-                if any(c == parts[1] for c, _ in out.get(parts[0], [])):
-                    raise BenchError(f"{path}:{lineno}: ({parts[0]}, {parts[1]}) is judged twice")
-                out.setdefault(parts[0], []).append((parts[1], score))
-    except UnicodeDecodeError as exc:
-        raise BenchError(f"{path}: not valid UTF-8 (byte {exc.start})") from None
+def _check_supersession(path: Path, rows: list[tuple[int, dict]], ids: list[str], supersedes: np.ndarray) -> None:
+    """Version chains: a chunk has at most one successor, and no chain comes back to where it started."""
+    successor: dict[int, int] = {}
+    for i, j in enumerate(supersedes.tolist()):
+        if j < 0:
+            continue
+        if j in successor:
+            raise BenchError(f"{path}:{rows[i][0]}: 'metadata.supersedes' names {ids[j]!r}, which line "
+                             f"{rows[successor[j]][0]} already supersedes (a chunk has at most one successor)")
+        successor[j] = i
+    state = [0] * len(ids)  # 0 unseen, 1 on the chain being walked, 2 done
+    for start in range(len(ids)):
+        chain, x = [], start
+        while x >= 0 and state[x] == 0:
+            state[x] = 1
+            chain.append(x)
+            x = int(supersedes[x])
+        if x >= 0 and state[x] == 1:
+            raise BenchError(f"{path}:{rows[x][0]}: 'metadata.supersedes' makes a cycle (chunk {ids[x]!r} ends up "
+                             "superseding itself)")
+        for y in chain:
+            state[y] = 2
+
+
+# ---------------------------------------------------------------------------------------- qrels, queries
+
+
+def load_qrels(path: Path, text: str | None = None) -> dict[str, list[tuple[str, int, int]]]:
+    """``{query id: [(corpus id, grade, line), ...]}`` in file order; BEIR header, integer grades >= 0."""
+    if text is None:
+        text = _decode(path, _read_bytes(path, "a dataset folder needs qrels/dev.tsv and qrels/test.tsv"))
+    lines = text.split("\n")
+    if lines[0].removesuffix("\r").split("\t") != ["query-id", "corpus-id", "score"]:
+        raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score', got {_show(lines[0])}")
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    first: dict[tuple[str, str], int] = {}
+    for lineno, line in enumerate(lines[1:], 2):
+        line = line.removesuffix("\r")
+        if not line.strip(" \t"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3:
+            raise BenchError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), "
+                             f"got {len(parts)}")
+        qid, cid, score = parts
+        if not qid or not cid:
+            raise BenchError(f"{path}:{lineno}: empty {'query-id' if not qid else 'corpus-id'}")
+        if not _SCORE.fullmatch(score):
+            if re.fullmatch(r"-[0-9]+", score):
+                raise BenchError(f"{path}:{lineno}: score {score} must be >= 0")
+            raise BenchError(f"{path}:{lineno}: score {_show(score)} is not an integer (0, 1, 2, ...)")
+        if (qid, cid) in first:
+            raise BenchError(f"{path}:{lineno}: ({qid}, {cid}) is judged twice (first on line {first[qid, cid]})")
+        first[qid, cid] = lineno
+        out.setdefault(qid, []).append((cid, int(score), lineno))
     return out
 
 
@@ -291,126 +493,159 @@ def _id_list(meta: dict, key: str, where: str, corpus: Corpus) -> list[int]:
     refs = _need(meta, key, where, list)
     for ref in refs:
         if not isinstance(ref, str) or ref not in corpus.index_of:
-            raise BenchError(f"{where}: '{key}' refers to unknown chunk id {ref!r}")
+            raise BenchError(f"{where}: '{key}' refers to unknown chunk id {_show(ref)}")
     return [corpus.index_of[r] for r in refs]
 
 
-def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int]]]]) -> Queries:
-    rows = read_jsonl(path)
+def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int, int]]]],
+                 text: str | None = None, qrels_paths: dict[str, Path] | None = None) -> Queries:
+    rows = read_jsonl(path, text=text)
+    qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in SPLITS}
     ids, texts = [], []
     cols: dict[str, list] = {k: [] for k in QUERY_META}
-    relevant, grades = [], []
-    seen: set[str] = set()
+    line_of: dict[str, int] = {}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        qid = _need(obj, "_id", where, str)
-        if qid in seen:
-            raise BenchError(f"{where}: duplicate _id {qid!r}")
-        seen.add(qid)
+        qid = _ident(obj, "_id", where)
+        if qid in line_of:
+            raise BenchError(f"{where}: duplicate _id {qid!r} (first on line {line_of[qid]})")
+        line_of[qid] = lineno
         ids.append(qid)
         texts.append(_need(obj, "text", where, str))
         meta = _need(obj, "metadata", where, dict)
         cols["query_time"].append(_time(meta, "query_time", where))
         cols["as_of"].append(_time(meta, "as_of", where))
-        category = _need(meta, "category", where + " metadata", str)
+        category = _need(meta, "category", where, str, prefix="metadata.")
         if category not in CATEGORIES:
-            raise BenchError(f"{where}: 'metadata.category' is {category!r}; allowed: {', '.join(CATEGORIES)}")
+            raise BenchError(f"{where}: 'metadata.category' is {_show(category)}; allowed: {', '.join(CATEGORIES)}")
         cols["category"].append(category)
-        split = _need(meta, "split", where + " metadata", str)
+        split = _need(meta, "split", where, str, prefix="metadata.")
         if split not in SPLITS:
-            raise BenchError(f"{where}: 'metadata.split' is {split!r}; allowed: {', '.join(SPLITS)}")
+            raise BenchError(f"{where}: 'metadata.split' is {_show(split)}; allowed: {', '.join(SPLITS)}")
         cols["split"].append(split)
-        judged = [(c, g) for c, g in qrels[split].get(qid, []) if g >= 1]
+    split_of = dict(zip(ids, cols["split"]))
+    # Every judgment names a query of its split and a chunk of the corpus, whatever its grade.
+    for split in SPLITS:
+        qpath = qpaths[split]
+        for qid, judged in qrels[split].items():
+            if qid not in split_of:
+                raise BenchError(f"{qpath}:{judged[0][2]}: query {qid!r} is not in queries.jsonl")
+            if split_of[qid] != split:
+                raise BenchError(f"{qpath}:{judged[0][2]}: query {qid!r} is a {split_of[qid]!r} query "
+                                 f"(queries.jsonl:{line_of[qid]}); its judgments belong in qrels/{split_of[qid]}.tsv")
+            for cid, _, lineno in judged:
+                if cid not in corpus.index_of:
+                    raise BenchError(f"{qpath}: query {qid!r} judges unknown chunk id {cid!r} (line {lineno})")
+    relevant, grades = [], []
+    for (lineno, _), qid, split in zip(rows, ids, cols["split"]):
+        judged = [(c, g) for c, g, _ in qrels[split].get(qid, []) if g >= 1]
         if not judged:
-            raise BenchError(f"{where}: qrels/{split}.tsv has no relevant chunk (score >= 1) for query {qid!r}")
-        for cid, _ in judged:
-            if cid not in corpus.index_of:
-                raise BenchError(f"qrels/{split}.tsv: query {qid!r} judges unknown chunk id {cid!r}")
+            raise BenchError(f"{path}:{lineno}: qrels/{split}.tsv has no relevant chunk (score >= 1) for query {qid!r}")
         judged.sort(key=lambda cg: (-cg[1], corpus.index_of[cg[0]]))
         relevant.append([corpus.index_of[c] for c, _ in judged])
         grades.append([g for _, g in judged])
-    for split in SPLITS:
-        extra = sorted(set(qrels[split]) - seen)
-        if extra:
-            raise BenchError(f"qrels/{split}.tsv judges query {extra[0]!r} that queries.jsonl does not have")
     n = len(ids)
     empty = Ragged.from_lists([[] for _ in range(n)])
     return Queries(
-        ids=ids, texts=texts, query_time=np.array(cols["query_time"]), as_of=np.array(cols["as_of"]),
+        ids=ids, texts=texts, query_time=np.array(cols["query_time"], dtype=np.float64),
+        as_of=np.array(cols["as_of"], dtype=np.float64),
         category=np.array(cols["category"], dtype=object), split=np.array(cols["split"], dtype=object),
         relevant=Ragged.from_lists(relevant), grades=Ragged.from_lists(grades), stale=empty, rumor=empty,
         family=np.array(ids, dtype=object),
     )
 
 
-def load_labels(root: Path, corpus: Corpus, queries: Queries) -> Labels:
-    """Read ``labels/`` (chunks, queries, families); fills ``queries.stale``, ``rumor`` and ``family``."""
-    chunk_rows = read_jsonl(root / "labels" / "chunks.jsonl")
+# ------------------------------------------------------------------------------------------------ labels
+
+
+def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, str] | None = None) -> Labels:
+    """Read ``labels/`` (families, chunks, queries); fills ``queries.stale``, ``rumor`` and ``family``.
+    ``texts`` holds the files' already-read content, by relative name."""
+    texts = texts or {}
+
+    def rows_of(name: str) -> tuple[Path, list[tuple[int, dict]]]:
+        path = root / name
+        return path, read_jsonl(path, text=texts.get(name))
+
+    path, rows = rows_of("labels/families.jsonl")
+    timelines: dict[str, Timeline] = {}
+    line_of: dict[str, int] = {}
+    for lineno, obj in rows:
+        where = f"{path}:{lineno}"
+        key = _need(obj, "family", where, str)
+        if not key:
+            raise BenchError(f"{where}: 'family' must be a non-empty string")
+        if key in timelines:
+            raise BenchError(f"{where}: family {key!r} is listed twice (first on line {line_of[key]})")
+        line_of[key] = lineno
+        steps = _need(obj, "timeline", where, list)
+        if not steps:
+            raise BenchError(f"{where}: 'timeline' must be a non-empty list of {{effective_from, value}}")
+        eff, vals = [], []
+        for k, step in enumerate(steps):
+            if not isinstance(step, dict):
+                raise BenchError(f"{where}: 'timeline[{k}]' must be an object {{effective_from, value}}, got "
+                                 f"{_kind_of(step)}")
+            for field_ in ("effective_from", "value"):
+                if field_ not in step:
+                    raise BenchError(f"{where}: 'timeline[{k}]' has no {field_!r}")
+            eff.append(_iso(step["effective_from"], where, f"timeline[{k}].effective_from"))
+            vals.append(_number(step["value"], where, f"timeline[{k}].value"))
+        if any(b <= a for a, b in zip(eff, eff[1:])):
+            raise BenchError(f"{where}: 'timeline' effective dates must increase")
+        timelines[key] = Timeline(np.array(eff, dtype=np.float64), np.array(vals, dtype=np.float64))
+
+    path, rows = rows_of("labels/chunks.jsonl")
     n = len(corpus)
     family = np.full(n, "", dtype=object)
     doc_type = np.full(n, "", dtype=object)
     kind = np.full(n, "", dtype=object)
     value = np.full(n, np.nan)
     seen = np.zeros(n, dtype=bool)
-    path = root / "labels" / "chunks.jsonl"
-    for lineno, obj in chunk_rows:
+    for lineno, obj in rows:
         where = f"{path}:{lineno}"
         cid = _need(obj, "_id", where, str)
         if cid not in corpus.index_of:
-            raise BenchError(f"{where}: unknown chunk id {cid!r}")
+            raise BenchError(f"{where}: unknown chunk id {_show(cid)}")
         i = corpus.index_of[cid]
         if seen[i]:
             raise BenchError(f"{where}: chunk {cid!r} is labelled twice")
         seen[i] = True
         family[i] = _need(obj, "family", where, str)
+        if family[i] and family[i] not in timelines:
+            raise BenchError(f"{where}: family {_show(family[i])} is not in labels/families.jsonl")
         doc_type[i] = _need(obj, "doc_type", where, str)
         if doc_type[i] not in DOC_TYPES:
-            raise BenchError(f"{where}: 'doc_type' is {doc_type[i]!r}; allowed: {', '.join(DOC_TYPES)}")
+            raise BenchError(f"{where}: 'doc_type' is {_show(doc_type[i])}; allowed: {', '.join(DOC_TYPES)}")
         kind[i] = _need(obj, "kind", where, str)
         if kind[i] not in KINDS:
-            raise BenchError(f"{where}: 'kind' is {kind[i]!r}; allowed: {', '.join(KINDS)}")
-        v = obj.get("value")
-        if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
-            raise BenchError(f"{where}: 'value' must be a number or null")
-        value[i] = np.nan if v is None else float(v)
+            raise BenchError(f"{where}: 'kind' is {_show(kind[i])}; allowed: {', '.join(KINDS)}")
+        value[i] = _number(obj.get("value"), where, "value", nullable=True)
     if not seen.all():
         raise BenchError(f"{path}: chunk {corpus.ids[int(np.argmin(seen))]!r} has no labels")
 
-    path = root / "labels" / "families.jsonl"
-    timelines: dict[str, Timeline] = {}
-    for lineno, obj in read_jsonl(path):
-        where = f"{path}:{lineno}"
-        key = _need(obj, "family", where, str)
-        steps = _need(obj, "timeline", where, list)
-        try:
-            eff = np.array([iso_to_days(s["effective_from"]) for s in steps], dtype=np.float64)
-            vals = np.array([float(s["value"]) for s in steps], dtype=np.float64)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BenchError(f"{where}: 'timeline' must be a list of {{effective_from, value}} ({exc})") from None
-        if len(eff) == 0 or np.any(np.diff(eff) <= 0):
-            raise BenchError(f"{where}: 'timeline' must be non-empty with increasing effective dates")
-        timelines[key] = Timeline(eff, vals)
-
-    path = root / "labels" / "queries.jsonl"
+    path, rows = rows_of("labels/queries.jsonl")
     q_index = {qid: i for i, qid in enumerate(queries.ids)}
     q_family = np.full(len(queries), "", dtype=object)
     q_asks = np.full(len(queries), "policy", dtype=object)
     stale: list[list[int]] = [[] for _ in range(len(queries))]
     rumor: list[list[int]] = [[] for _ in range(len(queries))]
     done = np.zeros(len(queries), dtype=bool)
-    for lineno, obj in read_jsonl(path):
+    for lineno, obj in rows:
         where = f"{path}:{lineno}"
         qid = _need(obj, "_id", where, str)
         if qid not in q_index:
-            raise BenchError(f"{where}: unknown query id {qid!r}")
+            raise BenchError(f"{where}: unknown query id {_show(qid)}")
         i = q_index[qid]
         if done[i]:
             raise BenchError(f"{where}: query {qid!r} is labelled twice")
         done[i] = True
         q_family[i] = _need(obj, "family", where, str)
         if q_family[i] not in timelines:
-            raise BenchError(f"{where}: family {q_family[i]!r} is not in labels/families.jsonl")
+            raise BenchError(f"{where}: family {_show(q_family[i])} is not in labels/families.jsonl")
         q_asks[i] = _need(obj, "asks", where, str)
+        if q_asks[i] not in DOC_TYPES:
+            raise BenchError(f"{where}: 'asks' is {_show(q_asks[i])}; allowed: {', '.join(DOC_TYPES)}")
         stale[i] = _id_list(obj, "stale", where, corpus)
         rumor[i] = _id_list(obj, "rumor", where, corpus)
     if not done.all():
@@ -422,6 +657,9 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries) -> Labels:
                   query_family=q_family, query_asks=q_asks, timelines=timelines)
 
 
+# ---------------------------------------------------------------------------------------------- manifest
+
+
 def dataset_sha256(file_hashes: dict[str, str]) -> str:
     """Hash of the whole dataset: sha256 over sorted ``relative/path  sha256`` lines."""
     lines = "".join(f"{name}  {digest}\n" for name, digest in sorted(file_hashes.items()))
@@ -431,59 +669,142 @@ def dataset_sha256(file_hashes: dict[str, str]) -> str:
 DATA_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/dev.tsv", "qrels/test.tsv")
 
 
-def _manifest_digest(entry, name: str, where: Path) -> str | None:
-    """A manifest's ``files`` entry: ``{"sha256": ...}`` or a plain sha256 string."""
-    if isinstance(entry, str):
-        return entry
-    if isinstance(entry, dict):
-        digest = entry.get("sha256")
-        if digest is None or isinstance(digest, str):
-            return digest
-    raise BenchError(f"{where}: 'files.{name}' must be a sha256 string or {{\"sha256\": ...}}")
+def _entry_name(name: str) -> str:
+    """A ``files`` key as the messages show it: as is when printable, else quoted."""
+    return name if name.isprintable() and len(name) <= 100 else _show(name)
+
+
+def _manifest_digest(entry, name: str, where: Path) -> tuple[str, int | None]:
+    """A manifest's ``files`` entry: ``{"sha256": ..., "bytes": ...}`` (bytes optional) or a plain sha256 string."""
+    label = _entry_name(name)
+    digest = entry.get("sha256") if isinstance(entry, dict) else entry
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        raise BenchError(f"{where}: 'files.{label}' must be a sha256 string (64 lowercase hex digits) or "
+                         f"{{\"sha256\": ..., \"bytes\": ...}}, got {_show(entry)}; {_FIX}")
+    size = entry.get("bytes") if isinstance(entry, dict) else None
+    if isinstance(entry, dict) and "bytes" in entry and (
+            not isinstance(size, int) or isinstance(size, bool) or size < 0):
+        raise BenchError(f"{where}: 'files.{label}.bytes' must be a non-negative integer, got {_show(size)}; {_FIX}")
+    return digest, size
+
+
+def _inside(name: str) -> bool:
+    """A relative path inside the dataset folder (no absolute path, no ``..``, no empty part)."""
+    parts = name.split("/")
+    return bool(name) and name.isprintable() and "\\" not in name and all(p not in ("", ".", "..") for p in parts)
+
+
+def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int | None]:
+    """Parse ``manifest.json`` (when present) and check every file it lists, and ``dataset_sha256``, against the
+    bytes read (``raw``: the checked files). Returns the manifest and its seed."""
+    mpath = root / "manifest.json"
+    if _stat(mpath) == "missing" and not mpath.is_symlink():
+        return None, None
+    needs = f"manifest.json must be the generator's JSON manifest; {_FIX}"
+    text = _decode(mpath, _read_bytes(mpath, needs))
+    try:
+        manifest = _parse_json(text)
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"{mpath}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise BenchError(f"{mpath}: not valid JSON ({_json_error(exc)})") from None
+    if not isinstance(manifest, dict):
+        raise BenchError(f"{mpath}: expected a JSON object, got {_kind_of(manifest)}; {_FIX}")
+    if "files" not in manifest:
+        raise BenchError(f"{mpath}: has no 'files' (the sha256 of every file); {_FIX}")
+    files = manifest["files"]
+    if not isinstance(files, dict):
+        raise BenchError(f"{mpath}: 'files' must be an object of file name -> sha256, got {_kind_of(files)}; {_FIX}")
+    recorded: dict[str, tuple[str, int | None]] = {}
+    for name, entry in files.items():
+        if not _inside(name):
+            raise BenchError(f"{mpath}: 'files' names {_show(name)}, which is not a relative path inside the "
+                             f"dataset folder; {_FIX}")
+        recorded[name] = _manifest_digest(entry, name, mpath)
+    version = manifest.get("schema_version", _MISSING)
+    if version != SCHEMA_VERSION:
+        got = "has no 'schema_version'" if version is _MISSING else f"'schema_version' is {_show(version)}"
+        raise BenchError(f"{mpath}: {got}; this loader reads schema {SCHEMA_VERSION!r} (regenerate the dataset with "
+                         "smartvector-gen)")
+
+    def check(name: str, data: bytes) -> None:
+        digest, size = recorded[name]
+        if hashlib.sha256(data).hexdigest() != digest:
+            raise BenchError(f"{root / name}: sha256 differs from manifest.json (file edited after generation?); "
+                             f"{_FIX}")
+        if size is not None and size != len(data):
+            raise BenchError(f"{mpath}: 'files.{name}.bytes' is {size}, but the file has {len(data)} bytes; {_FIX}")
+
+    for name, data in raw.items():
+        if name not in recorded:
+            raise BenchError(f"{mpath}: 'files' has no entry for {name}; {_FIX}")
+        check(name, data)
+    want = manifest.get("dataset_sha256", _MISSING)
+    if want is _MISSING:
+        raise BenchError(f"{mpath}: has no 'dataset_sha256'; {_FIX}")
+    if not isinstance(want, str) or not _SHA256.fullmatch(want):
+        raise BenchError(f"{mpath}: 'dataset_sha256' must be a sha256 string (64 lowercase hex digits), got "
+                         f"{_show(want)}; {_FIX}")
+    if want != dataset_sha256({name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}):
+        raise BenchError(f"{mpath}: 'dataset_sha256' does not match the files (a file was added, removed or edited); "
+                         f"{_FIX}")
+    for name in sorted(set(recorded) - set(raw)):  # e.g. documents.jsonl / edits.jsonl of lvl_corpus
+        check(name, _read_bytes(root / name, f"manifest.json lists it; {_FIX}"))
+    config = manifest.get("config", _MISSING)
+    if config is _MISSING:
+        return manifest, None
+    if not isinstance(config, dict):
+        raise BenchError(f"{mpath}: 'config' must be an object (the generator's parameters), got "
+                         f"{_kind_of(config)}; {_FIX}")
+    seed = config.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise BenchError(f"{mpath}: 'config.seed' must be an integer, got {_show(seed)}; {_FIX}")
+    return manifest, seed
+
+
+# ----------------------------------------------------------------------------------------------- dataset
+
+_LAYOUT = f"a dataset folder holds {', '.join(DATA_FILES)} and optionally labels/ and manifest.json"
 
 
 def load_dataset(path: str | Path) -> Dataset:
+    """Load and check a dataset folder. Bad input raises BenchError naming the file (and line); nothing is
+    written. With a ``manifest.json``, every file it lists must match its sha256 first."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise BenchError(f"dataset.path={_show(path)}: must be the path of a dataset folder")
+    if not str(path).strip():
+        raise BenchError(f"dataset.path={path}: is empty; give the dataset folder ({_LAYOUT})")
+    if "\0" in str(path):
+        raise BenchError(f"dataset.path={_show(str(path))}: contains a NUL character")
     root = Path(path)
-    if not root.is_dir():
-        raise BenchError(f"dataset.path={path}: no such folder")
-    hashes = {}
-    for name in DATA_FILES:
-        if not (root / name).is_file():
-            raise BenchError(f"{root / name}: file is missing (a dataset folder needs {', '.join(DATA_FILES)})")
-        hashes[name] = file_sha256(root / name)
-    has_labels = (root / "labels").is_dir()
+    try:
+        kind = _stat(root)
+    except BenchError:
+        raise BenchError(f"dataset.path={path}: cannot be read; check its permissions") from None
+    if kind == "missing":
+        raise BenchError(f"dataset.path={path}: does not exist")
+    if kind == "file":
+        raise BenchError(f"dataset.path={path}: is a file, not a dataset folder ({_LAYOUT})")
+    if kind != "dir":
+        raise BenchError(f"dataset.path={path}: is not a folder ({_LAYOUT})")
+    for sub, fix in (("qrels", "qrels/ must be a folder holding dev.tsv and test.tsv"),
+                     ("labels", "labels/ must be a folder holding chunks.jsonl, queries.jsonl and families.jsonl "
+                                "(or be absent)")):
+        if _stat(root / sub) not in ("dir", "missing"):
+            raise BenchError(f"{root / sub}: is not a folder; {fix}")
+    raw = {name: _read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in DATA_FILES}
+    has_labels = _stat(root / "labels") == "dir"
     if has_labels:
         for name in LABEL_FILES:
-            if not (root / name).is_file():
-                raise BenchError(f"{root / name}: file is missing (a labels/ folder needs {', '.join(LABEL_FILES)})")
-            hashes[name] = file_sha256(root / name)
-    manifest = None
-    mpath = root / "manifest.json"
-    if mpath.is_file():
-        try:
-            manifest = json.loads(mpath.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise BenchError(f"{mpath}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        except UnicodeDecodeError as exc:
-            raise BenchError(f"{mpath}: not valid UTF-8 (byte {exc.start})") from None
-        if not isinstance(manifest, dict):
-            raise BenchError(f"{mpath}: expected a JSON object")
-        files = manifest.get("files", {})
-        if not isinstance(files, dict):
-            raise BenchError(f"{mpath}: 'files' must be an object of file name -> sha256")
-        for name, digest in hashes.items():
-            recorded = _manifest_digest(files.get(name), name, mpath) if name in files else None
-            if recorded is not None and recorded != digest:
-                raise BenchError(f"{root / name}: sha256 differs from manifest.json (file edited after generation?)")
-        recorded = manifest.get("dataset_sha256")
-        if recorded is not None and recorded != dataset_sha256(hashes):
-            raise BenchError(f"{mpath}: 'dataset_sha256' does not match the files (a file was added, removed or edited)")
-    corpus = load_corpus(root / "corpus.jsonl")
-    qrels = {s: load_qrels(root / "qrels" / f"{s}.tsv") for s in SPLITS}
-    queries = load_queries(root / "queries.jsonl", corpus, qrels)
-    labels = load_labels(root, corpus, queries) if has_labels else None
-    seed = manifest.get("config", {}).get("seed") if manifest else None
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise BenchError(f"{mpath}: 'config.seed' must be an integer, got {seed!r}")
+            raw[name] = _read_bytes(root / name, "a labels/ folder needs chunks.jsonl, queries.jsonl and "
+                                    "families.jsonl (remove labels/ to load the folder without labels)")
+    manifest, seed = _check_manifest(root, raw)
+    texts = {name: _decode(root / name, data) for name, data in raw.items()}
+    corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
+    qpaths = {s: root / "qrels" / f"{s}.tsv" for s in SPLITS}
+    qrels = {s: load_qrels(qpaths[s], texts[f"qrels/{s}.tsv"]) for s in SPLITS}
+    queries = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"], qpaths)
+    labels = load_labels(root, corpus, queries, texts) if has_labels else None
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}
     return Dataset(path=root, corpus=corpus, queries=queries, sha256=dataset_sha256(hashes), seed=seed,
                    manifest=manifest, labels=labels)
