@@ -1,18 +1,29 @@
 """``python -m smartvector_bench.regress``: the CI regression gate (``make regress``).
 
-Reruns the default experiments through the real CLI (``smartvector-bench experiment=<name>``, the same command
-``experiments/publish_results.py`` publishes with, recorded in each ``results/<name>/PROVENANCE.json``), then
+First checks the committed results (``results/``, every file recorded in the ``manifest`` of
+``results/expected.json``; see ``smartvector_bench.regress_files``): a recorded file missing or with another
+sha256, a file present but not recorded, or one that differs from its ``PROVENANCE.json`` fails naming the file;
+then every expected value and invariant is recomputed from the committed files, a miss named by file and key
+(``results/main/metrics.json: systems.plain_cosine.test.ece expected 0.1234, committed 0.1334``). This takes
+about a second and always covers the whole tree.
+
+Then reruns the default experiments through the real CLI (``smartvector-bench experiment=<name>``, the same
+command ``experiments/publish_results.py`` publishes with, recorded in each ``results/<name>/PROVENANCE.json``),
 compares every metric listed in ``results/expected.json`` with the new outputs and checks invariants that must
 hold for any run. Prints ``metric | expected | got | tolerance | verdict`` for the misses (``--verbose``: every
-row) and exits non-zero on any miss, naming the metric.
+row) and exits non-zero on any miss (committed or rerun), naming the metric.
 
-    python -m smartvector_bench.regress                              # rerun main, reembed_cost, feedback_loop
-    python -m smartvector_bench.regress --only main                  # rerun and check one experiment
-    python -m smartvector_bench.regress --results-from DIR           # compare an existing folder, no rerun
+    python -m smartvector_bench.regress                              # committed check, then rerun main, ...
+    python -m smartvector_bench.regress --only main                  # committed check, rerun and check main
+    python -m smartvector_bench.regress --results-from DIR           # committed check, compare DIR, no rerun
+    python -m smartvector_bench.regress --no-committed --results-from outputs/main/<time>/   # DIR only
     python -m smartvector_bench.regress --write-expected             # derive results/expected.json from results/
 
 ``--results-from DIR`` takes a results root (``DIR/<experiment>/<files>``, e.g. ``results/``) or one
-experiment's run folder (``DIR/metrics.json``, e.g. ``outputs/main/<time>/``).
+experiment's run folder (``DIR/metrics.json``, e.g. ``outputs/main/<time>/``); the committed results themselves
+(``--results-from results``) are compared once, by the committed check. ``--write-expected`` records the values
+and the manifest of every file under the results root; rerun it after every republication (``make results``,
+``make bench``) or edit of a file under ``results/``.
 
 Metric paths are ``<experiment>.<keys into the experiment's JSON>`` (``main.systems.smartvector.test.top1``,
 list items by position: ``...top1_ci.0``) and, for a CSV, ``<experiment>.csv[col=value,...].<column>``
@@ -53,6 +64,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import regress_files
 from .atomic import atomic_write_json
 
 PROG = "smartvector-regress"
@@ -100,9 +112,9 @@ EXPERIMENTS: dict[str, Experiment] = {
 # embeds with the installed model and packages (a warm cache would hide a model or torch change), and the
 # table is not printed (it is in table.md).
 RERUN_OVERRIDES = ("embedder.cache_path=null", "print_table=false")
-# One math thread per run: the vectors are bit-identical to the default (checked on this machine: 1 vs 2
-# threads, batches of 64 and of 1), and on a shared 2-core machine a multi-threaded torch spins against other
-# processes (reembed_cost's one-text forward passes took 463 s instead of 44 s under load). It also lets two
+# One math thread per run: the vectors do not depend on it (the embedder runs each forward pass on one math
+# thread and one text, smartvector_bench/embedding.py), and on a shared 2-core machine a multi-threaded torch
+# spins against other processes (reembed_cost's one-text forward passes took 463 s instead of 44 s under load). It also lets two
 # experiments run side by side (--jobs 2) without oversubscribing the cores.
 RERUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -353,6 +365,7 @@ class Row:
     tolerance: str
     ok: bool
     note: str = ""
+    file: str = ""     # set on the committed-results rows: the file the row is about
 
 
 def check_expected(out: Outputs, metrics: dict[str, dict]) -> list[Row]:
@@ -461,12 +474,12 @@ def main_invariants(out: Outputs) -> list[Row]:
     rows: list[Row] = []
     systems = m.get("systems")
     if not isinstance(systems, dict) or not systems:
-        return [_inv("main.systems", "per-system metrics", "MISSING", False, "metrics.json has no systems")]
+        return [_inv(f"{out.name}.systems", "per-system metrics", "MISSING", False, "metrics.json has no systems")]
     n_total = (m.get("dataset") or {}).get("n_queries")
     baseline = (m.get("experiment") or {}).get("baseline")
     gold, gold_note = _gold_ids(out.folder, m)
     for name, per_split in systems.items():
-        base = f"main.systems.{name}"
+        base = f"{out.name}.systems.{name}"
         meta, run_rows, err = _read_run_file(out.folder / f"run_{name}.jsonl")
         if err:
             rows.append(_inv(f"{base} run file", f"run_{name}.jsonl", "MISSING", False, err))
@@ -549,7 +562,7 @@ def main_invariants(out: Outputs) -> list[Row]:
             rows.append(_inv(f"{base} run file _meta.dataset_sha256", "== metrics.json dataset.sha256",
                              meta.get("dataset_sha256"), meta.get("dataset_sha256") == want))
     if gold is None:
-        rows.append(_inv("main gold source", "dataset gold", "-", True, gold_note))
+        rows.append(_inv(f"{out.name} gold source", "dataset gold", "-", True, gold_note))
     return rows
 
 
@@ -611,7 +624,7 @@ ROOTS = {
     "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
     "main_large": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
     "shortcut_audit": ("schema_version", "experiment", "embedder", "summary"),
-    "reembed_cost": ("schema_version", "dataset", "embedder", "embedder_batch_size", "edits", "strategies"),
+    "reembed_cost": ("schema_version", "dataset", "embedder", "edits", "strategies"),
     "feedback_loop": ("schema_version", "dataset", "experiment", "feedback", "summary", "detection_quality"),
 }
 # main's system_info: numbers and flags only (its strings are descriptions).
@@ -696,8 +709,8 @@ NOTES = [
     "ties break by corpus index, bootstrap intervals are seeded; two reruns of each experiment gave identical "
     "metrics apart from wall times and temporary paths.",
     "Reruns (make results, make regress) use the default config with the real model, the embedding cache off "
-    "and one math thread per process (OMP_NUM_THREADS=1; vectors checked bit-identical to the default thread "
-    "count on this machine); the exact command and environment are in results/<experiment>/PROVENANCE.json.",
+    "and one math thread per process (OMP_NUM_THREADS=1; the embedder encodes one text per forward pass on one "
+    "math thread, so a vector depends on its text alone, not on batch, cache or thread count); the exact command and environment are in results/<experiment>/PROVENANCE.json.",
     "kind abs is used only for float noise of the re-embedding equivalence check (each entry says why); the "
     "boolean verdicts derived from those values are checked exactly.",
     "Not regression-checked at all: wall times and latencies (timings_s, wall_time_s, *_s, *_ms, latency "
@@ -707,6 +720,9 @@ NOTES = [
     "PROVENANCE.json), per-edit lists (their means, intervals and call counts are checked).",
     "Invariants checked on every run besides these values: see smartvector_bench/regress.py (ranges, "
     "mrr_at_1 == top1 from the run files, n_queries against the run files and the dataset, ece bin counts).",
+    "manifest: sha256 and size of every file under the results root (this file excepted). `make regress` first "
+    "checks the committed files against it (an edited, missing or unrecorded file fails; so does a file that "
+    "differs from its PROVENANCE.json) and recomputes every expected value and invariant from them, then reruns.",
 ]
 
 
@@ -732,6 +748,7 @@ def write_expected(results_root: Path, path: Path, only: list[str] | None) -> di
         doc["experiments"][name] = derive_metrics(out)
         doc["sources"][name] = _source(folder, name)
     doc["counts"] = {n: len(m) for n, m in doc["experiments"].items()}
+    doc["manifest"] = regress_files.build_manifest(results_root, path)
     atomic_write_json(path, doc)
     path.chmod(0o644)
     return doc
@@ -777,6 +794,73 @@ def read_expected(path: Path) -> dict:
     return doc
 
 
+# -- the committed results ----------------------------------------------------------------------------------------
+
+def compare_folder(name: str, folder: Path | None, metrics: dict[str, dict], where: str) -> list[Row]:
+    """Every expected value and invariant of experiment ``name`` against its outputs in ``folder``."""
+    if folder is None:
+        return [Row(f"{name} (outputs)", EXPERIMENTS[name].result_file, "MISSING", "-", False, f"not found in {where}"),
+                *[Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs") for p, s in metrics.items()]]
+    out = load_outputs(name, folder)
+    rows = []
+    if out.error:
+        rows.append(Row(f"{name} (outputs)", "readable", "ERROR", "-", False, out.error))
+        if out.doc is None:
+            return rows + [Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs")
+                           for p, s in metrics.items()]
+    return rows + check_expected(out, metrics) + INVARIANTS[name](out)
+
+
+def _in_file(row: Row, name: str, folder: Path) -> Row:
+    """``row`` of experiment ``name`` renamed after the committed file it is about: ``metrics.json`` +
+    ``systems.x.test.ece``, ``feedback_loop.csv`` + ``[round=3,...].top1``."""
+    exp, rest = EXPERIMENTS[name], row.metric
+    for prefix in (f"{name}.", f"{name} "):
+        rest = rest.removeprefix(prefix)
+    fname = exp.result_file
+    if exp.csv_file and rest.startswith("csv"):
+        fname, rest = exp.csv_file, rest[3:].lstrip(". ") or "rows"
+    row.metric, row.file = rest, _rel(folder / fname)
+    return row
+
+
+def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Path | None]:
+    """The committed results root of ``expected`` (its ``manifest``): file integrity (``regress_files``), then
+    every expected value and invariant recomputed from the committed files. Each row names its file."""
+    manifest = expected.get("manifest")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
+        return [Row("manifest", "sha256 of every result file", "MISSING", "file", False,
+                    "no file manifest: regenerate the expected file with --write-expected", _rel(expected_path))], None
+    root = regress_files.manifest_root(expected_path, manifest)
+    if not root.is_dir():
+        return [Row("manifest root", "a folder", "MISSING", "file", False, f"{root} not found", _rel(root))], None
+    folders = {n: experiment_dir(root, n) for n in expected["experiments"]}
+    result_files = {n: (f / EXPERIMENTS[n].result_file).relative_to(root).as_posix()
+                    for n, f in folders.items() if f is not None}
+    checks = (regress_files.check_manifest(root, manifest, expected_path) + regress_files.check_provenance(root)
+              + regress_files.check_sources(expected.get("sources") or {}, result_files, manifest))
+    rows = [Row(c.check, c.expected, c.got, "file", c.ok, c.note, _rel(root / c.file)) for c in checks]
+    for n, metrics in expected["experiments"].items():
+        folder = folders[n]
+        rows += [_in_file(r, n, folder if folder is not None else root / n)
+                 for r in compare_folder(n, folder, metrics, _rel(root))]
+    return rows, root
+
+
+def _committed_line(r: Row) -> str:
+    how = ": ".join(t for t in (r.tolerance if r.tolerance != "file" else "", r.note) if t)
+    return (f"{'PASS' if r.ok else 'FAIL'} {r.file}: {r.metric} expected {_fmt(r.expected)}, committed "
+            f"{_fmt(r.got)}" + (f" ({how})" if how else ""))
+
+
+def _committed_counts(rows: list[Row]) -> str:
+    fails = sum(not r.ok for r in rows)
+    kinds = [r.tolerance for r in rows]
+    return (f"{len(rows) - fails} passed, {fails} failed ({kinds.count('file')} file checks, "
+            f"{len(kinds) - kinds.count('file') - kinds.count('invariant')} expected values, "
+            f"{kinds.count('invariant')} invariant checks)")
+
+
 # -- report -------------------------------------------------------------------------------------------------------
 
 def _fmt(x: Any, width: int = 48) -> str:
@@ -816,15 +900,23 @@ def _names(values: list[str] | None) -> list[str] | None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m smartvector_bench.regress",
-                                 description="Rerun the affordable experiments and compare them with "
-                                             "results/expected.json; exit 1 on any miss.")
+                                 description="Check the committed results against results/expected.json (file "
+                                             "hashes, then every expected value and invariant recomputed from "
+                                             "them), then rerun the affordable experiments and compare them too; "
+                                             "exit 1 on any miss.")
     ap.add_argument("--only", action="append", metavar="NAMES",
-                    help=f"comma-separated experiments ({', '.join(EXPERIMENTS)}); default: all in the expected file")
+                    help=f"comma-separated experiments ({', '.join(EXPERIMENTS)}) to rerun or compare; default: all "
+                         "in the expected file (the committed check always covers everything)")
     ap.add_argument("--expected", type=Path, default=EXPECTED, help="expected values (default: results/expected.json)")
     ap.add_argument("--results-from", type=Path, metavar="DIR",
                     help="compare this results root or run folder instead of rerunning")
+    ap.add_argument("--no-committed", action="store_true",
+                    help="skip the committed-results check (manifest hashes and values recomputed from the "
+                         "committed files): to compare a rerun or a run folder while results/ is being "
+                         "republished and expected.json not yet regenerated")
     ap.add_argument("--write-expected", action="store_true",
-                    help="derive the expected file from --results-from (default results/) and exit")
+                    help="derive the expected file (values and file manifest) from --results-from (default "
+                         "results/) and exit")
     ap.add_argument("--verbose", "-v", action="store_true", help="print every row, not only the misses")
     ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                     help=f"experiments rerun at the same time (default {DEFAULT_JOBS}: min(2, cores))")
@@ -834,12 +926,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def _same_dir(a: Path | None, b: Path | None) -> bool:
+    return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
+
+
 def run_gate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if args.write_expected:
         root = args.results_from or RESULTS_DIR
         doc = write_expected(root, args.expected, _names(args.only))
-        print(f"wrote {args.expected}: " + ", ".join(f"{n} {c} metrics" for n, c in doc["counts"].items()))
+        print(f"wrote {args.expected}: " + ", ".join(f"{n} {c} metrics" for n, c in doc["counts"].items())
+              + f"; manifest of {doc['manifest']['n_files']} files")
         return 0
     expected = read_expected(args.expected)
     only = _names(args.only)
@@ -849,6 +946,20 @@ def run_gate(args: argparse.Namespace) -> int:
             raise BadInput(f"{args.expected}: no expected values for {n!r} (regenerate with --write-expected)")
     if not names:
         raise BadInput(f"{args.expected}: lists no experiment")
+
+    committed: list[Row] = []
+    committed_root = None
+    if not args.no_committed:
+        tc = time.perf_counter()
+        committed, committed_root = check_committed(args.expected, expected)
+        where = _rel(committed_root) if committed_root else "?"
+        n_files = len((expected.get("manifest") or {}).get("files") or {})
+        print(f"checking the committed results in {where}/ against the {n_files}-file manifest and the values "
+              f"of {_rel(args.expected)}:")
+        for r in committed:
+            if args.verbose or not r.ok:
+                print("  " + _committed_line(r))
+        print(f"committed: {_committed_counts(committed)}; {time.perf_counter() - tc:.1f} s", flush=True)
 
     rows: list[Row] = []
     sources: dict[str, Path | None] = {}
@@ -868,6 +979,11 @@ def run_gate(args: argparse.Namespace) -> int:
                 if sources[n] is None:
                     print(f"{n}: not in {args.results_from}; skipped (name it with --only to require it)")
             names = found
+        if committed_root is not None:  # the committed files themselves: already compared above
+            same = [n for n in names if _same_dir(sources[n], experiment_dir(committed_root, n))]
+            if same:
+                print(f"{', '.join(same)}: the committed results, compared above")
+            names = [n for n in names if n not in same]
     else:
         if args.keep:
             workdir = args.keep
@@ -890,22 +1006,11 @@ def run_gate(args: argparse.Namespace) -> int:
 
     for n in names:
         folder = sources.get(n)
-        metrics = expected["experiments"][n]
-        if folder is None:
-            if args.results_from:
-                rows.append(Row(f"{n} (outputs)", EXPERIMENTS[n].result_file, "MISSING", "-", False,
-                                f"not found in {args.results_from}"))
-            rows += [Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs") for p, s in metrics.items()]
+        if folder is None and not args.results_from:  # a failed rerun: its row is above
+            rows += [Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs")
+                     for p, s in expected["experiments"][n].items()]
             continue
-        out = load_outputs(n, folder)
-        if out.error:
-            rows.append(Row(f"{n} (outputs)", "readable", "ERROR", "-", False, out.error))
-            if out.doc is None:
-                rows += [Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs")
-                         for p, s in metrics.items()]
-                continue
-        rows += check_expected(out, metrics)
-        rows += INVARIANTS[n](out)
+        rows += compare_folder(n, folder, expected["experiments"][n], str(args.results_from))
 
     if tmp and not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -920,13 +1025,18 @@ def run_gate(args: argparse.Namespace) -> int:
         per.setdefault(exp, [0, 0])[0 if r.ok else 1] += 1
     summary = ", ".join(f"{e}: {p} passed, {f} failed" for e, (p, f) in per.items())
     wall = time.perf_counter() - t0
-    print(f"{len(rows) - len(fails)} passed, {len(fails)} failed ({summary}); "
-          f"{sum(r.tolerance != 'invariant' for r in rows)} expected values, "
-          f"{sum(r.tolerance == 'invariant' for r in rows)} invariant checks; {wall:.1f} s"
+    parts = []
+    if names:
+        parts.append(f"{len(rows) - len(fails)} passed, {len(fails)} failed ({summary}); "
+                     f"{sum(r.tolerance != 'invariant' for r in rows)} expected values, "
+                     f"{sum(r.tolerance == 'invariant' for r in rows)} invariant checks")
+    parts.append("committed: " + (_committed_counts(committed) if not args.no_committed else "not checked "
+                                  "(--no-committed)"))
+    print("; ".join(parts) + f"; {wall:.1f} s"
           + (" (reruns: " + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items()) + ")" if timings else ""))
-    if fails:
-        print("REGRESSION: " + ", ".join(r.metric for r in fails[:20]) + (" ..." if len(fails) > 20 else ""),
-              file=sys.stderr)
+    failed = [f"{r.file}: {r.metric}" for r in committed if not r.ok] + [r.metric for r in fails]
+    if failed:
+        print("REGRESSION: " + ", ".join(failed[:20]) + (" ..." if len(failed) > 20 else ""), file=sys.stderr)
         return EXIT_MISS
     return 0
 
