@@ -6,7 +6,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from smartvector_bench import CONF_DIR
-from smartvector_bench.cli_errors import reports_bad_input
+from smartvector_bench.cli_errors import hydra_entry, reports_bad_input
 
 from .params import params_from_config
 from .writer import write_dataset
@@ -23,5 +23,8 @@ def generate(cfg: DictConfig) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="gen")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     generate(cfg)
+
+
+main = hydra_entry("smartvector-gen", hydra_main)

@@ -85,6 +85,10 @@ def lvl_params_from_config(cfg: dict) -> LvlParams:
         v = d.get(key, 0)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise BenchError(f"dataset.{key}={v}: must be an integer >= 0")
+    n_docs, fraction = d.get("n_documents", LvlParams.n_documents), d.get("test_fraction", LvlParams.test_fraction)
+    if not 1 <= int(round(n_docs * fraction)) <= n_docs - 1:
+        raise BenchError(f"dataset.test_fraction={fraction}: with dataset.n_documents={n_docs} it puts "
+                         f"{int(round(n_docs * fraction))} documents in test; each split needs at least one")
     n_families = len(catalog_families())
     if d.get("n_documents", 100) > n_families:
         raise BenchError(f"dataset.n_documents={d['n_documents']}: at most {n_families} (one document per "
@@ -95,7 +99,7 @@ def lvl_params_from_config(cfg: dict) -> LvlParams:
     if "start" in d:
         try:
             parse_iso(str(d["start"]))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise BenchError(f"dataset.start={d['start']}: {exc}") from None
     return LvlParams(**d)
 

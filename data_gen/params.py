@@ -5,6 +5,8 @@ Every check names the config key and the allowed values, so a bad override fails
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -67,6 +69,18 @@ _NOT_GENERATOR_KEYS = {"name", "path"}
 GENERATORS = ("versioned_policies", "versioned_policies_large", "lvl_corpus")
 
 
+def _as_list(value: Any, key: str) -> list:
+    if not isinstance(value, (list, tuple)):
+        raise BenchError(f"dataset.{key}={value!r}: must be a list")
+    return list(value)
+
+
+def _as_dict(value: Any, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise BenchError(f"dataset.{key}={value!r}: must be a mapping of name: value")
+    return dict(value)
+
+
 def params_from_config(cfg: dict[str, Any]):
     """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
     name = cfg.get("name", "versioned_policies")
@@ -85,7 +99,7 @@ def params_from_config(cfg: dict[str, Any]):
 
     def prob(key: str) -> None:
         v = d.get(key)
-        if v is not None and not (isinstance(v, (int, float)) and 0.0 <= v <= 1.0):
+        if key in d and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0):
             raise BenchError(f"dataset.{key}={v}: must be a number in [0, 1]")
 
     for key in ("contradiction_rate", "runbook_fraction", "rumor_repeats_old_value", "rumor_newer_prob",
@@ -95,7 +109,7 @@ def params_from_config(cfg: dict[str, Any]):
 
     def positive_int(key: str, minimum: int = 1) -> None:
         v = d.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < minimum):
+        if key in d and (not isinstance(v, int) or isinstance(v, bool) or v < minimum):
             raise BenchError(f"dataset.{key}={v}: must be an integer >= {minimum}")
 
     for key in ("n_families", "chunk_chars", "horizon_days"):
@@ -103,48 +117,49 @@ def params_from_config(cfg: dict[str, Any]):
     for key in ("chatter_per_family", "min_version_gap_days", "query_window_days", "recent_days", "seed"):
         positive_int(key, 0)
     if "versions" in d:
-        vs = list(d["versions"])
-        if not vs or any(not isinstance(v, int) or v < 1 for v in vs):
+        vs = _as_list(d["versions"], "versions")
+        if not vs or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vs):
             raise BenchError(f"dataset.versions={vs}: must be a non-empty list of integers >= 1")
         d["versions"] = tuple(vs)
     for key in ("publish_lead_days", "runbook_lag_days", "announcement_lead_days"):
         if key in d:
-            pair = list(d[key])
-            if len(pair) != 2 or any(not isinstance(x, int) or x < 0 for x in pair) or pair[0] > pair[1]:
+            pair = _as_list(d[key], key)
+            if (len(pair) != 2 or any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in pair)
+                    or pair[0] > pair[1]):
                 raise BenchError(f"dataset.{key}={pair}: must be [low, high] with 0 <= low <= high (days)")
             d[key] = tuple(pair)
     if "queries" in d:
-        q = dict(d["queries"])
+        q = _as_dict(d["queries"], "queries")
         allowed = set(QueryCounts.__dataclass_fields__)
         for k, v in q.items():
             if k not in allowed:
                 raise BenchError(f"dataset.queries.{k}: unknown key; allowed: {', '.join(sorted(allowed))}")
-            if not isinstance(v, int) or v < 0:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise BenchError(f"dataset.queries.{k}={v}: must be an integer >= 0")
         d["queries"] = QueryCounts(**q)
-    authority = dict(d.get("authority") or {})
+    authority = _as_dict(d.get("authority") or {}, "authority")
     for src, value in authority.items():
         if src not in SOURCES:
             raise BenchError(f"dataset.authority.{src}: unknown source; allowed: {', '.join(SOURCES)}")
-        if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
             raise BenchError(f"dataset.authority.{src}={value}: must be in [0, 1]")
     d["authority"] = authority
     for key in ("policy_sources", "runbook_sources", "chatter_sources"):
         if key in d:
-            weights = dict(d[key])
+            weights = _as_dict(d[key], key)
             for src, w in weights.items():
                 if src not in authority:
                     raise BenchError(f"dataset.{key}.{src}: no authority for this source; "
                                      f"known: {', '.join(sorted(authority))}")
-                if not isinstance(w, (int, float)) or w < 0:
-                    raise BenchError(f"dataset.{key}.{src}={w}: weights must be >= 0")
+                if not isinstance(w, (int, float)) or isinstance(w, bool) or not math.isfinite(w) or w < 0:
+                    raise BenchError(f"dataset.{key}.{src}={w}: weights must be finite numbers >= 0")
             if sum(weights.values()) <= 0:
                 raise BenchError(f"dataset.{key}: weights must not all be zero")
             d[key] = weights
     if "start" in d:
         try:
             parse_iso(str(d["start"]))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise BenchError(f"dataset.start={d['start']}: {exc}") from None
     params = GeneratorParams(**d)
     n_test = int(round(params.n_families * params.test_fraction))

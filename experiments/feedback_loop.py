@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,7 @@ from smartvector_bench.provenance import provenance
 from smartvector_bench.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
 from smartvector_bench.retrievers import build_retriever
 from smartvector_bench.run import Run, rank_by_score
+from smartvector_bench.validate import check_dataset, check_embedder
 from smartvector_bench.settings import section
 from smartvector_bench.store import VectorStore
 from smartvector_bench.timeutil import format_iso, from_days
@@ -59,16 +61,43 @@ def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
     return np.ones(len(split_arr), dtype=bool) if split == "all" else split_arr == split
 
 
-def run(cfg: dict, out_dir: str | Path) -> dict:
-    out_dir = Path(out_dir)
-    exp = cfg["experiment"]
-    params = section(ReplayParams, exp.get("replay"), "experiment.replay")
+@dataclass(frozen=True)
+class FeedbackSettings:
+    """``experiment.*`` of experiment=feedback_loop (conf/experiment/feedback_loop.yaml)."""
+
+    POSITIVE = ("k", "n_boot", "ece_bins")
+
+    name: str = "feedback_loop"
+    k: int = 10
+    n_boot: int = 200
+    bootstrap_seed: int = 0
+    ece_bins: int = 10
+    progress: bool = True
+
+
+def validate(cfg: dict) -> tuple[FeedbackSettings, ReplayParams]:
+    """``experiment.*`` (the replay included), the smartvector config, the dataset and embedder keys."""
+    exp = dict(cfg.get("experiment") or {})
+    params = section(ReplayParams, exp.pop("replay", None), "experiment.replay")
     for key in ("p_correct", "p_accept"):
         if getattr(params, key) > 1:
             raise BenchError(f"experiment.replay.{key}={getattr(params, key)}: must be a probability in [0, 1]")
-    k, n_boot, seed = int(exp.get("k", 10)), int(exp.get("n_boot", 200)), int(exp.get("bootstrap_seed", 0))
+    s = section(FeedbackSettings, exp, "experiment")
+    if s.name != "feedback_loop":
+        raise BenchError(f"experiment.name={s.name}: this module runs feedback_loop only")
+    if "smartvector" not in (cfg.get("retrievers") or {}):
+        raise BenchError("retrievers.smartvector: missing; experiment=feedback_loop replays SmartVector")
+    build_retriever("smartvector", dict(cfg["retrievers"]["smartvector"]))
+    check_dataset(cfg)
+    check_embedder(cfg)
+    return s, params
+
+
+def run(cfg: dict, out_dir: str | Path) -> dict:
+    out_dir = Path(out_dir)
+    s_exp, params = validate(cfg)  # before any work or write
+    k, n_boot, seed = s_exp.k, s_exp.n_boot, s_exp.bootstrap_seed
     sv_cfg = dict(cfg["retrievers"]["smartvector"])
-    build_retriever("smartvector", sv_cfg)  # validate before any work
     embedder = build_embedder(dict(cfg["embedder"]))
     dataset = prepare_dataset(cfg, out_dir)
     corpus, queries = dataset.corpus, dataset.queries
@@ -95,7 +124,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     marks = checkpoints(float(corpus.created_at.min()), now, params)
     since = -np.inf
     n_round = 0
-    for t, kind in tqdm(marks, desc="replay", disable=not exp.get("progress", True), leave=False):
+    for t, kind in tqdm(marks, desc="replay", disable=not s_exp.progress, leave=False):
         for system in live.values():
             advance(system, since, t, consolidate=kind == "consolidate")
         since = t

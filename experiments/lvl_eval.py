@@ -66,6 +66,7 @@ from smartvector_bench.provenance import provenance
 from smartvector_bench.settings import choice, section
 from smartvector_bench.timeutil import iso_to_days
 from smartvector_bench.updates import chunk_hash
+from smartvector_bench.validate import check_embedder
 
 LVL_FILES = ("documents.jsonl", "edits.jsonl")
 POSITION_CLASSES = ("unchanged", "moved", "modified", "new")
@@ -957,13 +958,20 @@ def plot(result: dict, out_dir: Path) -> dict:
 
 # -- the experiment --------------------------------------------------------------------------------------------
 
+def validate(cfg: dict) -> LvlEvalSettings:
+    """``experiment.*``, the dataset (an lvl_corpus) and the embedder keys, before any work or write."""
+    s = settings(cfg.get("experiment"))
+    check_dataset_config(dict(cfg["dataset"]))
+    check_embedder(cfg)
+    return s
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     t_start = time.perf_counter()
     load_start = _loadavg()
-    s = settings(cfg.get("experiment"))
-    check_dataset_config(dict(cfg["dataset"]))
-    embedder = build_embedder(dict(cfg["embedder"]))  # a bad embedder config stops here, before any file
+    s = validate(cfg)
+    embedder = build_embedder(dict(cfg["embedder"]))
     timings: dict[str, float] = {}
 
     t = time.perf_counter()
@@ -981,7 +989,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     from smartvector_bench.lvl import LiveVectorLake
 
     temp = s.lake_path is None
-    lake_dir = Path(tempfile.mkdtemp(prefix="lvl_eval-lake-")) if temp else Path(s.lake_path)
+    # A temporary lake lives in tempfile.gettempdir(): under smartvector-bench that is the job's <run>/.scratch/
+    # (smartvector_bench.scratch), so even a killed run leaves nothing in /tmp; removed in `finally` below.
+    lake_dir = Path(tempfile.mkdtemp(prefix="lvl_eval-lake-", dir=tempfile.gettempdir())) if temp else Path(s.lake_path)
     try:
         lake = LiveVectorLake.open(lake_dir, dim=embedder.dim, hot_index=s.hot_index, cold_cache=True)
         t = time.perf_counter()

@@ -7,6 +7,7 @@ presence marks a complete run). Everything is validated before the first file is
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm.auto import tqdm
@@ -24,27 +25,56 @@ from smartvector_bench.provenance import header, provenance
 from smartvector_bench.report import render
 from smartvector_bench.retrievers import build_retriever, registered
 from smartvector_bench.run import Run, write_run_jsonl
+from smartvector_bench.settings import section
 from smartvector_bench.timeutil import format_iso, from_days
+from smartvector_bench.validate import check_dataset, check_embedder, chosen_systems  # noqa: F401 - re-exported
 
 
-def chosen_systems(cfg: dict) -> list[str]:
-    """``systems: all`` means every system that is both registered and configured."""
-    configured = list((cfg.get("retrievers") or {}).keys())  # the order of conf/config.yaml's list
+@dataclass(frozen=True)
+class MainSettings:
+    """``experiment.*`` of experiment=main (conf/experiment/main.yaml) and of the sweep presets built on it."""
+
+    POSITIVE = ("n_boot", "ece_bins", "n_permutations")
+    MINIMUM = {"k": 10}  # MRR@10 needs ten ranks
+
+    name: str = "main"
+    k: int = 10                 # ranks kept per query; >= 10 (MRR@10)
+    n_boot: int = 1000
+    bootstrap_seed: int = 0
+    ece_bins: int = 10
+    n_permutations: int = 10000
+    baseline: str = "plain_cosine"
+    power_reference: str = "valid_cosine"
+    progress: bool = True
+    preset: str | None = None       # the sweep preset (conf/experiment/<preset>.yaml)
+    tune_system: str | None = None  # experiment=tune: whose dev figures select the weights
+
+
+def settings(cfg: dict) -> MainSettings:
+    """Validate ``cfg["experiment"]`` against the chosen systems; errors name ``experiment.<key>``."""
+    s = section(MainSettings, cfg.get("experiment"), "experiment")
+    if s.name != "main":
+        raise BenchError(f"experiment.name={s.name}: this module runs main only")
     known = registered()
-    allowed = [s for s in configured if s in known]
-    wanted = cfg.get("systems", "all")
-    if wanted == "all":
-        return allowed
-    if isinstance(wanted, str):
-        wanted = [wanted]
-    if not wanted:
-        raise BenchError(f"systems=[]: choose at least one; allowed: {', '.join(allowed)}")
-    for name in wanted:
-        if name not in allowed:
-            raise BenchError(f"systems: unknown system {name!r}; allowed: {', '.join(allowed)}")
-    if len(set(wanted)) != len(wanted):
-        raise BenchError(f"systems={list(wanted)}: a system is listed twice")
-    return list(wanted)
+    for key in ("baseline", "power_reference", "tune_system"):
+        name = getattr(s, key)
+        if name is not None and name not in known:
+            raise BenchError(f"experiment.{key}={name}: unknown system; allowed: {', '.join(sorted(known))}")
+    for key in ("preset", "tune_system"):
+        if getattr(s, key) is not None and not isinstance(getattr(s, key), str):
+            raise BenchError(f"experiment.{key}={getattr(s, key)!r}: must be a name")
+    return s
+
+
+def validate(cfg: dict) -> MainSettings:
+    """Everything experiment=main uses, checked before any work: ``experiment.*``, ``systems``, the dataset
+    keys or folder, and the embedder keys (``run`` then builds the chosen systems, which checks their configs;
+    the CLI checks every configured system first, smartvector_bench/validate.py)."""
+    s = settings(cfg)
+    chosen_systems(cfg)
+    check_dataset(cfg)
+    check_embedder(cfg)
+    return s
 
 
 def prepare_dataset(cfg: dict, out_dir: Path) -> Dataset:
@@ -67,15 +97,11 @@ def _info(retriever, queries) -> dict:
 def run(cfg: dict, out_dir: str | Path) -> dict:
     """The whole experiment as a plain function (the Hydra entry point only resolves the config)."""
     out_dir = Path(out_dir)
-    exp = cfg["experiment"]
+    s = validate(cfg)  # before any work or write
+    k = s.k
     systems = chosen_systems(cfg)
     retrievers = {name: build_retriever(cfg["retrievers"][name].get("kind", name), dict(cfg["retrievers"][name]))
-                  for name in systems}  # builds validate each system's config before any work
-    if not cfg["dataset"].get("path"):
-        params_from_config(dict(cfg["dataset"]))  # validate before writing anything
-    k = int(exp.get("k", 10))
-    if k < 10:
-        raise BenchError(f"experiment.k={k}: must be >= 10 (MRR@10 needs ten ranks)")
+                  for name in systems}
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -88,7 +114,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     serve_time = float(queries.query_time.min())  # consolidation runs just before the first query
 
     runs: dict[str, Run] = {}
-    for name in tqdm(systems, desc="systems", disable=not exp.get("progress", True), leave=False):
+    for name in tqdm(systems, desc="systems", disable=not s.progress, leave=False):
         t = time.perf_counter()
         retriever = retrievers[name]
         retriever.index(corpus, corpus_vecs, serve_time)
@@ -102,20 +128,17 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         runs[name] = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
         timings[f"{name}_s"] = time.perf_counter() - t
 
-    baseline = exp.get("baseline", "plain_cosine")
+    baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
     baseline_correct = judged[baseline]["correct"] if baseline in runs else None
     results = {}
-    for name, r in tqdm(runs.items(), desc="evaluate", disable=not exp.get("progress", True), leave=False):
+    for name, r in tqdm(runs.items(), desc="evaluate", disable=not s.progress, leave=False):
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
-                                               n_boot=int(exp.get("n_boot", 1000)),
-                                               seed=int(exp.get("bootstrap_seed", 0)),
-                                               n_bins=int(exp.get("ece_bins", 10)),
+                                               n_boot=s.n_boot, seed=s.bootstrap_seed, n_bins=s.ece_bins,
                                                windows=(corpus.valid_from, corpus.valid_to),
-                                               n_permutations=int(exp.get("n_permutations", 10000)),
-                                               judged=judged[name])
+                                               n_permutations=s.n_permutations, judged=judged[name])
                          for split in SPLITS}
-    power_ref = exp.get("power_reference", "valid_cosine")
+    power_ref = s.power_reference
     power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
     power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
     metrics = {
@@ -126,7 +149,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                     "n_families": int(len(set(queries.family.tolist()))),
                     "labels": dataset.labels is not None},
         "embedder": embedder.model_id,
-        "experiment": {"name": exp.get("name", "main"), "baseline": baseline, "k": k,
+        "experiment": {"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,
                        "serve_time": format_iso(from_days(serve_time))},
         "systems": results,
         "power": power,

@@ -34,6 +34,7 @@ from smartvector_bench.settings import choice, section
 from smartvector_bench.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
 from smartvector_bench.updates.cdc import CLASSES
 from smartvector_bench.updates.edits import DEFAULT_MIX, EDIT_TYPES, check_mix, final_texts, load_documents, make_edits
+from smartvector_bench.validate import check_dataset, check_embedder
 
 PAPER_CLAIM = {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77}
 
@@ -51,7 +52,6 @@ class ReembedSettings:
     chunk_chars: int = 200
     k: int = 10
     vector_atol: float = 1e-6
-    embed_batch_size: int = 1  # texts per forward pass; 0 = the embedder config's batch_size
     n_boot: int = 1000
     bootstrap_seed: int = 0
     progress: bool = True
@@ -190,8 +190,7 @@ def render(result: dict) -> str:
         "",
         f"{ds['n_documents']} documents (latest version of each), {ds['mean_chunks_per_document']:.2f} chunks per "
         f"document on average ({cfg['chunker']}, chunk_chars={cfg['chunk_chars']}); {cfg['n_edits']} seeded edits "
-        f"(edit_seed={cfg['edit_seed']}); embedder {result['embedder']}, cache off"
-        + (f", batch size {result['embedder_batch_size']}." if result["embedder_batch_size"] else "."),
+        f"(edit_seed={cfg['edit_seed']}); embedder {result['embedder']}, cache off.",
         "",
         "Mean chunks re-embedded per edit [95% bootstrap CI] (change vs full):",
         "",
@@ -241,21 +240,22 @@ def render(result: dict) -> str:
 
 # -- the experiment --------------------------------------------------------------------------------------------
 
+def validate(cfg: dict) -> ReembedSettings:
+    """``experiment.*``, the dataset and the embedder keys, before any work or write."""
+    s = settings(cfg.get("experiment"))
+    check_dataset(cfg)
+    check_embedder(cfg)
+    return s
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
-    s = settings(cfg.get("experiment"))
+    s = validate(cfg)
     chunker = Chunker(s.chunker, s.chunk_chars)
-    if not cfg["dataset"].get("path"):
-        from data_gen.params import params_from_config
-
-        params_from_config(dict(cfg["dataset"]))  # validate before writing anything
-    # Cache off: the experiment measures real embedding calls and wall time. One text per forward pass by
-    # default: MiniLM's output for a text moves by ~1e-7 with the padding of the batch it is in, which is
-    # enough to reorder the exact ties between duplicate chunks (the edit stream copies text between
-    # documents) and make the top-k check fail on noise rather than on a wrong chunk or vector.
+    # Cache off: the experiment measures real embedding calls and wall time. The embedder encodes one text per
+    # forward pass, so a vector does not depend on its batch (padding would move MiniLM outputs by ~1e-7, enough
+    # to reorder the exact ties between duplicate chunks the edit stream copies between documents).
     emb_cfg = {**dict(cfg["embedder"]), "cache_path": None}
-    if s.embed_batch_size:
-        emb_cfg["batch_size"] = s.embed_batch_size
     embedder = build_embedder(emb_cfg)
     dataset = prepare_dataset(cfg, out_dir)
     docs = load_documents(dataset.path)
@@ -327,7 +327,6 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                     "mean_chunks_per_document": _r(n_chunks / len(docs)),
                     "n_queries": len(dataset.queries)},
         "embedder": embedder.model_id,
-        "embedder_batch_size": emb_cfg.get("batch_size") if emb_cfg.get("kind") == "minilm" else None,
         "config": asdict(s),
         "edits": {"by_type": by_type,
                   "fallbacks": sum(e.type != e.requested for e in edits),

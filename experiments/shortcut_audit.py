@@ -25,23 +25,36 @@ from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.provenance import provenance
 from smartvector_bench.shortcuts import SURFACE_CUES, TRUST_CUES, audit
+from smartvector_bench.validate import check_embedder
 
 CSV_FIELDS = ("profile", "seed", "dataset_sha256", "rule", "kind", "keep", "dev_top1", "test_top1", "test_gain",
               "n_test", "n_test_families")
 
 
+SETTINGS = ("name", "profiles", "seeds", "max_surface_gain", "progress")
+
+
 def _settings(exp: dict) -> tuple[list[str], list[int], float]:
+    unknown = sorted(set(exp) - set(SETTINGS))
+    if unknown:
+        raise BenchError(f"experiment.{unknown[0]}: unknown key; allowed: {', '.join(SETTINGS)}")
+    if exp.get("name", "shortcut_audit") != "shortcut_audit":
+        raise BenchError(f"experiment.name={exp['name']}: this module runs shortcut_audit only")
+    if not isinstance(exp.get("progress", True), bool):
+        raise BenchError(f"experiment.progress={exp['progress']!r}: must be true or false")
     profiles = exp.get("profiles", ["versioned_policies"])
     seeds = exp.get("seeds", [1, 2, 3, 4, 5])
     if isinstance(profiles, str):
         profiles = [profiles]
     if not profiles:
         raise BenchError("experiment.profiles=[]: choose at least one profile (a conf/dataset/<name>.yaml)")
+    if not isinstance(profiles, (list, tuple)) or not all(isinstance(p, str) for p in profiles):
+        raise BenchError(f"experiment.profiles={profiles!r}: must be a list of profile names")
     for name in profiles:
         if not (Path(CONF_DIR) / "dataset" / f"{name}.yaml").is_file():
             raise BenchError(f"experiment.profiles: unknown profile {name!r}; allowed: versioned_policies, "
                              f"versioned_policies_large")
-    if not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+    if not isinstance(seeds, (list, tuple)) or not seeds or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
         raise BenchError(f"experiment.seeds={seeds}: must be a non-empty list of integers >= 0")
     bar = exp.get("max_surface_gain", 0.05)
     if not isinstance(bar, (int, float)) or isinstance(bar, bool) or not 0 <= bar <= 1:
@@ -107,13 +120,21 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+def validate(cfg: dict) -> tuple[list[str], list[int], float]:
+    """``experiment.*``, every profile x seed dataset and the embedder keys, before any work or write."""
+    profiles, seeds, bar = _settings(dict(cfg.get("experiment") or {}))
+    for p in profiles:
+        for seed in seeds:
+            params_from_config(profile_config(p, seed))
+    check_embedder(cfg)
+    return profiles, seeds, bar
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     exp = cfg["experiment"]
-    profiles, seeds, bar = _settings(exp)
+    profiles, seeds, bar = validate(cfg)
     jobs = [(p, s, profile_config(p, s)) for p in profiles for s in seeds]
-    for _, _, ds_cfg in jobs:
-        params_from_config(ds_cfg)  # validate every dataset before any work
     embedder = build_embedder(dict(cfg["embedder"]))
     rows, details = [], []
     for profile, seed, ds_cfg in tqdm(jobs, desc="shortcut_audit", disable=not exp.get("progress", True), leave=False):

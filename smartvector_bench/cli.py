@@ -1,10 +1,10 @@
-"""``smartvector-bench``: the Hydra app. Thin: it resolves the config, picks the experiment and calls its
-plain ``run(cfg, out_dir)`` function."""
+"""``smartvector-bench``: the Hydra app. Thin: it resolves the config, validates all of it, picks the experiment
+and calls its plain ``run(cfg, out_dir)`` function."""
 
 from __future__ import annotations
 
-import importlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,39 +14,72 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR
-from .cli_errors import reports_bad_input
+from . import CONF_DIR, scratch
+from .cli_errors import hydra_entry, reports_bad_input
 from .errors import BenchError
-from .sweeps import resume
+from .sweeps import STATUS_FILE, resume
+from .validate import EXPERIMENTS, experiment_module, validate_config  # noqa: F401 - re-exported
 
 # Importing .sweeps (above) registers ${svb_dirname:}, used by hydra.sweep.subdir, in every job process.
 
-EXPERIMENTS = {"main": "experiments.main", "reembed_cost": "experiments.reembed_cost",
-               "feedback_loop": "experiments.feedback_loop",
-               "lvl_eval": "experiments.lvl_eval", "shortcut_audit": "experiments.shortcut_audit"}
+PROG = "smartvector-bench"
 
 if not OmegaConf.has_resolver("pid"):
     # Part of the run dir, so two runs started in the same microsecond still get separate folders.
     OmegaConf.register_new_resolver("pid", lambda: os.getpid(), use_cache=True)
 
 
-def experiment_module(name: str):
-    if name not in EXPERIMENTS:
-        raise BenchError(f"experiment={name}: unknown; allowed: {', '.join(sorted(EXPERIMENTS))}")
-    return importlib.import_module(EXPERIMENTS[name])
+def _hydra_files(folder: Path) -> set[str]:
+    """What Hydra itself writes into a run folder before the task starts."""
+    return {p.name for p in folder.iterdir() if p.name == ".hydra" or (p.is_file() and p.suffix == ".log")} \
+        if folder.is_dir() else set()
+
+
+def discard_run_dir(out_dir: str | Path, before: set[str]) -> None:
+    """After bad input in a single run: remove the run folder if it held nothing but Hydra's files before the
+    job started, so a rejected config leaves nothing behind (a reused folder with other files is left alone)."""
+    folder = Path(out_dir)
+    if folder.is_dir() and not before:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _sweep_preset(hc) -> str | None:
+    params = (hc.sweeper or {}).get("params") if hasattr(hc, "sweeper") else None
+    return ", ".join(f"{k}={v}" for k, v in params.items()) if params else None
 
 
 def _job(cfg: DictConfig) -> dict:
-    """One run or sweep job. A job whose folder already holds a complete result of the same resolved config is
-    skipped (sweeps/resume.py); every job records its status in ``job_status.json``."""
-    out_dir = HydraConfig.get().runtime.output_dir
+    """One run or sweep job. Everything is validated first; a job whose folder already holds a complete result
+    for the same config, dataset, code and packages is skipped (sweeps/resume.py); every job records its status
+    in ``job_status.json``; scratch files live under the run folder and are removed at the end (scratch.py)."""
+    hc = HydraConfig.get()
+    out_dir = hc.runtime.output_dir
+    multirun = hc.mode == RunMode.MULTIRUN
+    folder = Path(out_dir)
+    before = {p.name for p in folder.iterdir()} - _hydra_files(folder) if folder.is_dir() else set()
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
-        module = experiment_module(container["experiment"]["name"])
+        sweep = None if multirun else _sweep_preset(hc)
+        if sweep:
+            name = (container.get("experiment") or {}).get("preset", "this preset")
+            raise BenchError(f"experiment={name} is a sweep preset (over {sweep}); run it with -m: "
+                             f"{PROG} -m experiment={name}")
+        module = validate_config(container)
     except BaseException as exc:
-        resume.record_failure(out_dir, exc)
+        if multirun:
+            resume.record_failure(out_dir, exc)
+        elif isinstance(exc, (BenchError, OmegaConfBaseException)):
+            discard_run_dir(out_dir, before - {STATUS_FILE})
         raise
-    result, skipped = resume.run_or_skip(out_dir, container, lambda: module.run(container, out_dir))
+    with scratch.job_scratch(out_dir):
+        if multirun and "joblib" in str((hc.launcher or {}).get("_target_", "")):
+            scratch.watch_parent()  # a worker dies with the sweep that started it
+        try:
+            result, skipped = resume.run_or_skip(out_dir, container, lambda: module.run(container, out_dir))
+        except (BenchError, OmegaConfBaseException):
+            if not multirun:
+                discard_run_dir(out_dir, before - {STATUS_FILE})
+            raise
     table = Path(out_dir) / "table.md"
     if not skipped and container.get("print_table", True) and table.exists():
         print(table.read_text(encoding="utf-8"))
@@ -57,15 +90,18 @@ def _job(cfg: DictConfig) -> dict:
 def bench(cfg: DictConfig) -> dict:
     if HydraConfig.get().mode == RunMode.MULTIRUN:
         # In a sweep a bad job must not end the sweep (sys.exit would): print the one-line error and let the
-        # exception reach Hydra, which marks the job failed, runs the remaining jobs, then exits non-zero.
+        # exception reach Hydra, which marks the job failed, runs the remaining jobs, then raises it.
         try:
             return _job(cfg)
         except (BenchError, OmegaConfBaseException) as exc:
-            print(f"smartvector-bench: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {exc}", file=sys.stderr)
             raise
-    return reports_bad_input("smartvector-bench")(_job)(cfg)
+    return reports_bad_input(PROG)(_job)(cfg)
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     bench(cfg)
+
+
+main = hydra_entry(PROG, hydra_main)

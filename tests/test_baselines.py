@@ -83,7 +83,7 @@ def test_bm25_params_validated():
             build_retriever("bm25", {**conf("bm25"), **bad})
     with pytest.raises(BenchError, match=r"^retrievers\.bm25_valid\.b=2\.0: must be in \[0, 1\]"):
         build_retriever("bm25_valid", {**conf("bm25_valid"), "b": 2.0})
-    with pytest.raises(BenchError, match=r"^retrievers\.recent_cosine\.candidates=0: must be > 0"):
+    with pytest.raises(BenchError, match=r"^retrievers\.recent_cosine\.candidates=0: must be an integer > 0"):
         build_retriever("recent_cosine", {**conf("recent_cosine"), "candidates": 0})
 
 

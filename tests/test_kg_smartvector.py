@@ -517,7 +517,7 @@ def test_retrieval_weights_are_settable():
     r.set_retrieval_weights(0.0, 2.0, 0.0, 0.0)  # temporal alone (normalised): ties go to the lower index
     run_ = r.search(q, np.array([130.0]), 5)
     assert run_.ranked[0].tolist() == [1, 2, 3, 4, 0] and run_.confidence[0] == 1.0
-    with pytest.raises(BenchError, match=r"set_retrieval_weights\.temporal=-1: weights must be >= 0"):
+    with pytest.raises(BenchError, match=r"set_retrieval_weights\.temporal=-1: must be a finite number >= 0"):
         r.set_retrieval_weights(1, -1, 0, 0)
 
 
@@ -549,16 +549,16 @@ def test_in_degree_mode_is_selectable_and_raises_the_superseded_version():
 
 @pytest.mark.parametrize("overrides, message", [
     ({"colour": 1}, r"retrievers\.kg_smartvector\.colour: unknown key"),
-    ({"decay_rate": -0.1}, r"retrievers\.kg_smartvector\.decay_rate=-0\.1: must be a number >= 0"),
-    ({"ripple_penalty": -1}, r"retrievers\.kg_smartvector\.ripple_penalty=-1: must be a number >= 0"),
+    ({"decay_rate": -0.1}, r"retrievers\.kg_smartvector\.decay_rate=-0\.1: must be a finite number >= 0"),
+    ({"ripple_penalty": -1}, r"retrievers\.kg_smartvector\.ripple_penalty=-1: must be a finite number >= 0"),
     ({"ripple_max_depth": 1.5}, r"retrievers\.kg_smartvector\.ripple_max_depth=1\.5: must be an integer >= 0"),
     ({"damping": 1.0}, r"retrievers\.kg_smartvector\.damping=1\.0: must be in \[0, 1\)"),
     ({"graph_importance": "hits"}, (r"retrievers\.kg_smartvector\.graph_importance=hits: unknown; allowed: "
                                    r"pagerank, in_degree")),
-    ({"weights": {"semantic": -0.5}}, r"retrievers\.kg_smartvector\.weights\.semantic=-0\.5: weights must be >= 0"),
+    ({"weights": {"semantic": -0.5}}, r"retrievers\.kg_smartvector\.weights\.semantic=-0\.5: must be a finite number >= 0"),
     ({"weights": {"lexical": 0.5}}, r"retrievers\.kg_smartvector\.weights\.lexical: unknown weight"),
     ({"db_path": 3}, r"retrievers\.kg_smartvector\.db_path=3: must be null"),
-    ({"query_batch": 0}, r"retrievers\.kg_smartvector\.query_batch=0: must be > 0"),
+    ({"query_batch": 0}, r"retrievers\.kg_smartvector\.query_batch=0: must be an integer > 0"),
 ])
 def test_config_is_validated(overrides, message):
     with pytest.raises(BenchError, match=message):

@@ -447,9 +447,9 @@ def test_an_unchanged_paragraph_maps_to_the_chunk_of_the_version_in_force(tmp_pa
 def test_settings_are_validated():
     assert settings({"kind": "livevectorlake"}).current_tolerance_days == 1.0
     for bad, msg in (({"hot_index": "ivf"}, "hot_index=ivf: unknown; allowed: flat, hnsw"),
-                     ({"current_tolerance_days": -1}, "current_tolerance_days=-1: must be a number >= 0"),
+                     ({"current_tolerance_days": -1}, "current_tolerance_days=-1: must be a finite number >= 0"),
                      ({"nope": 1}, "nope: unknown key"), ({"lake_path": ""}, "lake_path=''"),
-                     ({"hnsw_m": 0}, "hnsw_m=0: must be > 0")):
+                     ({"hnsw_m": 0}, "hnsw_m=0: must be an integer > 0")):
         with pytest.raises(BenchError, match=msg):
             build_retriever("livevectorlake", {"kind": "livevectorlake", **bad})
 

@@ -93,8 +93,8 @@ def test_reembed_cost_with_paragraph_chunks(tmp_path):
     ("experiment.strategies=[]", r"experiment\.strategies=\[\]: choose at least one; allowed: full, cdc, surgical"),
     ("+experiment.mix.typo=1", r"experiment\.mix\.typo: unknown edit type; allowed: single_word, sentence"),
     ("experiment.mix.revert=-0.5", r"experiment\.mix\.revert=-0\.5: must be a number >= 0"),
-    ("experiment.n_edits=0", r"experiment\.n_edits=0: must be > 0"),
-    ("experiment.n_edits=-3", r"experiment\.n_edits=-3: must be an integer >= 0"),
+    ("experiment.n_edits=0", r"experiment\.n_edits=0: must be an integer > 0"),
+    ("experiment.n_edits=-3", r"experiment\.n_edits=-3: must be an integer > 0"),
     ("experiment.chunker=words", r"experiment\.chunker=words: unknown; allowed: sentences, paragraphs"),
     ("+experiment.colour=red", r"experiment\.colour: unknown key; allowed: "),
 ])

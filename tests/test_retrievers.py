@@ -312,7 +312,7 @@ def test_config_errors_name_the_key(path, value, prefix):
 
 
 def test_zero_half_life_rejected():
-    with pytest.raises(BenchError, match=r"retrievers\.smartvector\.temporal\.half_life_days=0\.0: must be > 0"):
+    with pytest.raises(BenchError, match=r"retrievers\.smartvector\.temporal\.half_life_days=0\.0: must be a finite number > 0"):
         build_retriever("smartvector", _with("temporal.half_life_days", 0.0))
 
 

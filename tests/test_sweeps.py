@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from data_gen.params import params_from_config
 from experiments.main import chosen_systems
 from smartvector_bench import CONF_DIR
-from smartvector_bench.provenance import config_sha256
+from smartvector_bench.provenance import config_sha256, resume_key
 from smartvector_bench.retrievers import build_retriever
 from smartvector_bench.sweeps import MAX_DIRNAME, job_dirname, resume
 from smartvector_bench.sweeps.callback import CollectSweep, SweepFolderCollision
@@ -146,7 +146,7 @@ def test_callback_refuses_a_plan_whose_jobs_share_a_folder():
 # --- resume (unit) -------------------------------------------------------------------------------------------
 
 def _fake_result(config: dict) -> dict:
-    return {"systems": {}, "provenance": {"config_sha256": config_sha256(config)}}
+    return {"systems": {}, "provenance": {"config_sha256": config_sha256(config), "resume_key": resume_key(config)}}
 
 
 def test_resume_runs_skips_and_records_status(tmp_path):

@@ -13,7 +13,7 @@ import hydra
 from omegaconf import DictConfig, OmegaConf
 
 from .. import CONF_DIR
-from ..cli_errors import reports_bad_input
+from ..cli_errors import hydra_entry, reports_bad_input
 from ..errors import BenchError
 
 
@@ -36,9 +36,11 @@ def bench(cfg: DictConfig) -> None:
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="bench")
-def main(cfg: DictConfig) -> None:
+def hydra_main(cfg: DictConfig) -> None:
     bench(cfg)
 
+
+main = hydra_entry("smartvector-perf", hydra_main)
 
 if __name__ == "__main__":
     main()

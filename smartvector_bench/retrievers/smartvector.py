@@ -224,7 +224,10 @@ class SmartVector:
         policy = {k: cfg[k] for k in StatusPolicy.__dataclass_fields__ if k in cfg}
         self.policy = section(StatusPolicy, policy, where)
         self.search_params = search_params(cfg, where)
-        self.exclude = list(cfg.get("exclude_statuses", ["DEPRECATED", "ARCHIVED"]))
+        exclude = cfg.get("exclude_statuses", ["DEPRECATED", "ARCHIVED"])
+        if not isinstance(exclude, (list, tuple)):
+            raise BenchError(f"{where}.exclude_statuses={exclude!r}: must be a list; allowed: {', '.join(EXCLUDABLE)}")
+        self.exclude = list(exclude)
         for s in self.exclude:
             if s not in EXCLUDABLE:
                 raise BenchError(f"{where}.exclude_statuses: {s!r} unknown; allowed: {', '.join(EXCLUDABLE)}")

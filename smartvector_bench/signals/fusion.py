@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,10 +31,8 @@ def weights_from_config(cfg: dict, where: str) -> Weights:
     values = {}
     for name in SIGNALS:
         v = cfg.get(name, 0.0)
-        if not isinstance(v, (int, float)) or isinstance(v, bool):
-            raise BenchError(f"{where}.{name}={v!r}: must be a number >= 0")
-        if v < 0:
-            raise BenchError(f"{where}.{name}={v}: weights must be >= 0")
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+            raise BenchError(f"{where}.{name}={v!r}: must be a finite number >= 0")
         values[name] = float(v)
     w = Weights(**values)
     if w.total() <= 0:

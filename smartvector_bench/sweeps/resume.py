@@ -1,9 +1,10 @@
-"""Resumable jobs: skip a job whose output folder already holds a complete result of the same configuration.
+"""Resumable jobs: skip a job whose output folder already holds a complete result of the same inputs.
 
 An experiment writes its result file (``metrics.json`` for ``experiment=main``) last and atomically, so a job
 killed halfway leaves none and is run again. A result counts as complete only if it parses and its
-``provenance.config_sha256`` equals the sha256 of the current resolved config (``provenance.config_sha256``):
-a job whose config changed (another code default, another override) is rerun, never skipped.
+``provenance.resume_key`` equals the current one (``provenance.resume_key``): the resolved config (without keys
+that only move outputs, such as ``embedder.cache_path``), the content of ``dataset.path``, the code (a hash of
+the package sources) and the package versions. Any difference reruns the job and says which part changed.
 
 Every job also records its status in ``job_status.json`` beside the result:
 ``running`` (written at start; left behind by a killed job), ``complete`` (written after the result),
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write_json
-from ..provenance import config_sha256
+from ..provenance import config_sha256, resume_key
 from . import STATUS_FILE
 
 # The file each experiment writes last (its presence marks a complete run).
@@ -48,13 +49,35 @@ def result_sha(result: dict | None) -> str | None:
     return prov.get("config_sha256") if isinstance(prov, dict) else None
 
 
-def completed_result(out_dir: str | Path, config: dict, sha: str | None = None) -> dict | None:
-    """The result already in ``out_dir`` for exactly this resolved ``config``, else None."""
+def result_key(result: dict | None) -> dict | None:
+    prov = (result or {}).get("provenance")
+    key = prov.get("resume_key") if isinstance(prov, dict) else None
+    return key if isinstance(key, dict) else None
+
+
+_PARTS = {"config_sha256": "the configuration", "dataset": "the dataset content",
+          "code_sha256": "the code", "packages_sha256": "the package versions"}
+
+
+def key_changes(old: dict | None, new: dict) -> list[str]:
+    """What differs between a stored resume key and the current one, in words ([] when equal)."""
+    if old is None:
+        return ["the result has no resume key (written by an older version)"]
+    out = []
+    for part, words in _PARTS.items():
+        if old.get(part) != new.get(part):
+            out.append(f"{words} changed ({str(old.get(part))[:12]} -> {str(new.get(part))[:12]})")
+    return out
+
+
+def completed_result(out_dir: str | Path, config: dict, key: dict | None = None) -> tuple[dict | None, list[str]]:
+    """(the result already in ``out_dir`` for exactly these inputs, else None; why it cannot be reused)."""
     name = (config.get("experiment") or {}).get("name", "main")
     result = load_result(Path(out_dir) / result_file(name))
     if result is None:
-        return None
-    return result if result_sha(result) == (sha or config_sha256(config)) else None
+        return None, []
+    changes = key_changes(result_key(result), key or resume_key(config))
+    return (None, changes) if changes else (result, [])
 
 
 def read_status(out_dir: str | Path) -> dict | None:
@@ -91,14 +114,18 @@ def run_or_skip(out_dir: str | Path, config: dict, run: Callable[[], Any],
     ``failed`` with the error, and the exception propagates."""
     out_dir = Path(out_dir)
     sha = config_sha256(config)
+    key = resume_key(config)
     experiment = (config.get("experiment") or {}).get("name", "main")
-    fields = {"config_sha256": sha, "experiment": experiment, "result_file": result_file(experiment)}
-    done = completed_result(out_dir, config, sha)
+    fields = {"config_sha256": sha, "resume_key": key, "experiment": experiment,
+              "result_file": result_file(experiment)}
+    done, changes = completed_result(out_dir, config, key)
     if done is not None:
         write_status(out_dir, "skipped", **fields)
-        say(f"{PROG}: skipped {out_dir}: {result_file(experiment)} is already complete for this configuration "
-            f"(config sha256 {sha[:12]})")
+        say(f"{PROG}: skipped {out_dir}: {result_file(experiment)} is already complete for the same config, "
+            f"dataset, code and packages (config sha256 {key['config_sha256'][:12]})")
         return done, True
+    if changes:
+        say(f"{PROG}: rerunning {out_dir}: {result_file(experiment)} is out of date: {'; '.join(changes)}")
     started = time.time()
     write_status(out_dir, "running", started_at=started, **fields)
     try:
