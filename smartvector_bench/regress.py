@@ -30,17 +30,27 @@ list items by position: ``...top1_ci.0``) and, for a CSV, ``<experiment>.csv[col
 (one row selected by its key columns) and ``<experiment>.csv.columns`` (the header must keep every column).
 Each expected entry has a ``kind``:
 
-- ``exact4``: numbers (or lists of numbers) equal after rounding to 4 decimals (``tolerance`` 0.0);
+- ``exact4``: numbers (or lists of numbers) equal after rounding to 4 decimals (``tolerance`` 0.0); a p-value
+  (last key ``p_value`` or ``*_p``: ``mcnemar_p``, ``permutation_p``, ...) must moreover agree on a log scale,
+  ``|log10 got - log10 value| <= 0.01`` (zero only equals zero), so 1e-6 vs 3e-6 differ where both read 0.0000;
+- ``exact6``: the same at 6 decimals (the stored precision), lists may hold None (an empty bin): the ECE bins'
+  ``accuracy`` and ``mean_confidence``;
 - ``exact``: equal as is (strings, booleans, lists of strings);
 - ``abs``: ``|got - value| <= tolerance`` (with a ``why``), for the few values that are float noise;
 - ``columns``: the CSV header holds every expected column.
 
 A metric that is expected but missing from the new output (its key or column disappeared) is a miss; so is
-``None`` or NaN where a number is expected. Invariants (every split of every system in ``main``): each rate,
-ECE, leakage, MRR and recall and their intervals in [0, 1], McNemar p in [0, 1], ``mrr_at_1 == top1`` (MRR@1
-recomputed from the run file's ranked lists against the dataset's gold chunk), ``n_queries`` = the split's
-judged queries in ``run_<system>.jsonl``, dev + test = all the dataset's queries, ``sum(ece_bins.counts) ==
-n_queries``, categories summing to the split. Exit codes: 0 all pass, 1 a miss, 2 bad input.
+``None`` or NaN where a number is expected. Invariants (every split of every system in ``main`` and
+``main_large``): each rate, ECE, leakage, MRR and recall and their intervals in [0, 1], McNemar p in [0, 1],
+``mrr_at_1 == top1`` (MRR@1 recomputed from the run file's ranked lists against the dataset's gold chunk),
+``n_queries`` = the split's judged queries in ``run_<system>.jsonl``, dev + test = all the dataset's queries,
+``sum(ece_bins.counts) == n_queries``, categories summing to the split; and an independent recomputation
+(``recompute_rows``, the gate's own code, not the evaluator's) from each run file's ranked ids and confidences
+and the dataset's judgments (regenerated from its seed, checked against its sha256): stale and rumour rates,
+ECE and every bin's count / accuracy / mean confidence, MRR@10, recall@5, nDCG@10 (``ir_measures``,
+``pytrec_eval`` provider), per split and per category, equal to the stored values at their 6 decimals (ECE
+and mean confidences within 1e-6: the run file rounds confidences), and the run file's correct / stale /
+rumor flags equal to the recomputed ones. Exit codes: 0 all pass, 1 a miss, 2 bad input.
 """
 
 from __future__ import annotations
@@ -321,8 +331,32 @@ def _round(x: float) -> float:
     return round(float(x), DECIMALS)
 
 
-def compare(spec: dict, got: Any) -> tuple[bool, str]:
-    """Whether ``got`` matches the expected entry ``spec``; the second item explains a miss."""
+# p-values (a last key ``p_value`` or ending in ``_p``: mcnemar_p, permutation_p, mcnemar.p_value, ...) span
+# orders of magnitude (2e-82 ... 1): at 4 decimals every p below 5e-5 reads 0.0000, so an exact4 p-value must
+# also agree on a log scale, |log10 got - log10 expected| <= P_LOG10_TOL (0.01: about 2.3% relative; 1e-6 vs
+# 3e-6 differ, 1e-6 vs 1.0001e-6 agree). Zero only matches zero. The 4-decimal rule still applies, so no
+# p-value is compared more loosely than before.
+P_LOG10_TOL = 0.01
+
+
+def is_p_value(path: str) -> bool:
+    last = path.rsplit(".", 1)[-1]
+    return last == "p_value" or last.endswith("_p")
+
+
+def _log10_close(got: float, value: float) -> tuple[bool, str]:
+    got, value = float(got), float(value)
+    if got == value:
+        return True, ""
+    if got <= 0.0 or value <= 0.0:
+        return False, "p-value: zero or negative against a different value"
+    d = abs(math.log10(got) - math.log10(value))
+    return (d <= P_LOG10_TOL, "" if d <= P_LOG10_TOL else f"p-value: |diff of log10| {d:.3g} > {P_LOG10_TOL:g}")
+
+
+def compare(spec: dict, got: Any, path: str = "") -> tuple[bool, str]:
+    """Whether ``got`` matches the expected entry ``spec`` (at metric ``path``: a p-value is also compared on a
+    log scale, see ``P_LOG10_TOL``); the second item explains a miss."""
     kind, value, tol = spec.get("kind"), spec.get("value"), float(spec.get("tolerance") or 0.0)
     if kind == "columns":
         if not isinstance(got, list):
@@ -331,14 +365,14 @@ def compare(spec: dict, got: Any) -> tuple[bool, str]:
         return (not missing, f"column(s) missing: {', '.join(missing)}" if missing else "")
     if kind == "exact":
         return (got == value, "" if got == value else "differs")
-    if kind in ("exact4", "abs"):
+    if kind in ("exact4", "exact6", "abs"):
         if isinstance(value, list):
             if not isinstance(got, list):
                 return False, f"{type(got).__name__} where a list is expected"
             if len(got) != len(value):
                 return False, f"{len(got)} items, expected {len(value)}"
             for i, (v, g) in enumerate(zip(value, got)):
-                ok, why = compare({**spec, "value": v}, g)
+                ok, why = compare({**spec, "value": v}, g, path)
                 if not ok:
                     return False, f"item {i}: {why}"
             return True, ""
@@ -349,9 +383,14 @@ def compare(spec: dict, got: Any) -> tuple[bool, str]:
         bad = _bad_number(got)
         if bad:
             return False, bad
-        if kind == "exact4":
-            diff = abs(_round(got) - _round(value))
-            return (diff <= tol + 1e-12, "" if diff <= tol + 1e-12 else f"differs at {DECIMALS} decimals")
+        if kind in ("exact4", "exact6"):
+            places = 6 if kind == "exact6" else DECIMALS
+            diff = abs(round(float(got), places) - round(float(value), places))
+            if diff > tol + 1e-12:
+                return False, f"differs at {places} decimals"
+            if is_p_value(path):
+                return _log10_close(got, value)
+            return True, ""
         diff = abs(float(got) - float(value))
         return (diff <= tol, "" if diff <= tol else f"|diff| {diff:.3g} > {tol:g}")
     return False, f"unknown kind {kind!r}"
@@ -377,16 +416,18 @@ def check_expected(out: Outputs, metrics: dict[str, dict]) -> list[Row]:
         except Missing as exc:
             rows.append(Row(path, spec.get("value"), "MISSING", tol, False, str(exc)))
             continue
-        ok, why = compare(spec, got)
+        ok, why = compare(spec, got, path)
+        if is_p_value(path) and spec.get("kind") in ("exact4", "exact6"):
+            tol += f", log10 +/- {P_LOG10_TOL:g}"
         rows.append(Row(path, spec.get("value"), got, tol, ok, why))
     return rows
 
 
 def _tol_text(spec: dict) -> str:
     kind = spec.get("kind")
-    if kind == "exact4":
+    if kind in ("exact4", "exact6"):
         t = float(spec.get("tolerance") or 0.0)
-        return f"{DECIMALS} dp" + (f" +/- {t:g}" if t else "")
+        return f"{6 if kind == 'exact6' else DECIMALS} dp" + (f" +/- {t:g}" if t else "")
     if kind == "abs":
         return f"+/- {float(spec.get('tolerance') or 0.0):g}"
     return kind or "?"
@@ -426,15 +467,38 @@ def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | No
     return first["_meta"], rows, None
 
 
+@dataclass
+class Judgments:
+    """The dataset's judgments by id, for the gate's own recomputation: ``qrels[qid]`` = {chunk id: grade >= 1}
+    (``Queries.relevant`` / ``grades``), ``stale[qid]`` / ``rumor[qid]`` = chunk ids (the labels)."""
+    qrels: dict[str, dict[str, int]]
+    stale: dict[str, set[str]]
+    rumor: dict[str, set[str]]
+
+    @property
+    def relevant(self) -> dict[str, set[str]]:
+        return {qid: set(j) for qid, j in self.qrels.items()}
+
+
+def _judgments_of(ds) -> Judgments:
+    q, ids = ds.queries, ds.corpus.ids
+
+    def sets(rag) -> dict[str, set[str]]:
+        return {qid: {ids[int(r)] for r in rag.row(i)} for i, qid in enumerate(q.ids)}
+
+    qrels = {qid: {ids[int(r)]: int(g) for r, g in zip(q.relevant.row(i), q.grades.row(i))}
+             for i, qid in enumerate(q.ids)}
+    return Judgments(qrels, sets(q.stale), sets(q.rumor))
+
+
 def _relevant_ids(ds) -> dict[str, set[str]]:
-    q, c = ds.queries, ds.corpus
-    return {qid: {c.ids[int(r)] for r in q.relevant.row(i)} for i, qid in enumerate(q.ids)}
+    return _judgments_of(ds).relevant
 
 
-def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, set[str]] | None, str]:
-    """query id -> relevant chunk ids (qrels grade >= 1), from the run's dataset folder or, failing that, the
-    dataset regenerated from the recorded config (checked against the recorded sha256). (None, why) if neither
-    is possible."""
+def _judgments(folder: Path, metrics: dict) -> tuple[Judgments | None, str]:
+    """The dataset's judgments (graded qrels, stale and rumour sets), from the run's dataset folder or, failing
+    that, the dataset regenerated from the recorded config (checked against the recorded sha256). (None, why)
+    if neither is possible."""
     from .dataset import load_dataset
 
     want = (metrics.get("dataset") or {}).get("sha256")
@@ -449,7 +513,7 @@ def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, set[str]] | None, 
             except Exception:  # noqa: BLE001 - an unreadable folder: try the next source
                 continue
             if ds.sha256 == want:
-                return _relevant_ids(ds), f"qrels from {cand}"
+                return _judgments_of(ds), f"qrels from {cand}"
     ds_cfg = (((metrics.get("provenance") or {}).get("config") or {}).get("dataset")) or {}
     if not ds_cfg or ds_cfg.get("path"):
         return None, "no dataset folder; gold from the run files' correct flags"
@@ -465,7 +529,220 @@ def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, set[str]] | None, 
     if ds.sha256 != want:
         return None, (f"regenerated dataset sha256 {ds.sha256[:12]} != recorded {str(want)[:12]}; gold from "
                       "the run files' correct flags")
-    return _relevant_ids(ds), "qrels from the dataset regenerated from the config"
+    return _judgments_of(ds), "qrels from the dataset regenerated from the config"
+
+
+def _gold_ids(folder: Path, metrics: dict) -> tuple[dict[str, set[str]] | None, str]:
+    """query id -> relevant chunk ids (qrels grade >= 1); see ``_judgments``."""
+    j, note = _judgments(folder, metrics)
+    return (j.relevant if j is not None else None), note
+
+
+# -- independent recomputation of main's metrics from the run files -----------------------------------------------
+#
+# A second, small implementation of the evaluator's definitions (smartvector_bench/evaluator.py and
+# metrics/calibration.py), deliberately not calling them, applied to what the run files record (ranked ids,
+# confidence) and the dataset's judgments (regenerated from its seed, checked against its sha256):
+#
+# * correct / stale / rumour: the ranked top-1 id is in the query's graded qrels (grade >= 1) / stale set /
+#   rumour set; a query with no result is none of them. The run file's own flags must equal these too.
+# * ECE: ``n_bins`` equal-width bins ``[i/n, (i+1)/n)``, the last one closed (1.0 lands in bin n-1); a missing
+#   confidence (null) is 0.0; ``sum_b |n_b * acc_b - n_b * conf_b| / N``; accuracy / mean confidence are None in
+#   an empty bin. Per bin: count, accuracy and mean confidence.
+# * MRR@10, recall@5, nDCG@10: ``ir_measures`` with the ``pytrec_eval`` provider pinned, over the graded qrels
+#   and the run file's first 10 ids, each given the score ``10 - rank`` (distinct and decreasing, so trec_eval's
+#   re-sort by score keeps the stored order); RR is trec_eval's ``recip_rank`` on that truncated run. A query
+#   with no result or no relevant chunk scores 0.
+#
+# Every value is compared with the stored one EXACTLY at the stored precision (6 decimals: the evaluator rounds
+# with round(x, 6)), ``by_category`` too, with one exception: the evaluator computed ECE and the bins' mean
+# confidence from full-precision confidences, while the run file keeps them rounded to 6 decimals (run.py), so
+# those two are recomputed only to within CONFIDENCE_TOL = 1e-6 (5e-7 from the run file's rounding of every
+# confidence, which averages to at most 5e-7, plus 5e-7 from the stored value's own rounding; 34 of the
+# committed values differ by exactly one unit in the 6th decimal). Bin counts and accuracies are exact. A
+# confidence written exactly on an interior bin edge is binned as written (BM25's confidences sit on 0.1, 0.2,
+# ... exactly); a continuous one within 5e-7 of an edge could have been binned on the other side: a count miss
+# then says how many confidences of the split sit on an edge.
+
+RECOMPUTED_DECIMALS = 6
+RECOMPUTED_METRICS = ("stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10")
+RECOMPUTED_CATEGORY_METRICS = ("top1", *RECOMPUTED_METRICS)
+IR_CUTOFF = 10
+CONFIDENCE_TOL = 1e-6
+CONFIDENCE_KEYS = ("ece", "mean_confidence")  # compared within CONFIDENCE_TOL
+
+
+def recompute_ece(confidence: list[float], correct: list[bool], n_bins: int = 10) -> tuple[float, dict]:
+    """ECE and its bins (counts, accuracy, mean_confidence; None for an empty bin), the calibration module's
+    convention reimplemented; raises ValueError on a confidence outside [0, 1] or no queries."""
+    import bisect
+
+    if not confidence:
+        raise ValueError("no queries")
+    edges = [i / n_bins for i in range(n_bins + 1)]
+    counts, sum_conf, sum_acc = [0] * n_bins, [0.0] * n_bins, [0.0] * n_bins
+    for c, ok in zip(confidence, correct):
+        c = float(c)
+        if not 0.0 <= c <= 1.0:  # also NaN
+            raise ValueError(f"confidence {c!r} outside [0, 1]")
+        b = min(bisect.bisect_right(edges, c) - 1, n_bins - 1)
+        counts[b] += 1
+        sum_conf[b] += c
+        sum_acc[b] += 1.0 if ok else 0.0
+    value = sum(abs(a - s) for a, s in zip(sum_acc, sum_conf)) / len(confidence)
+    return value, {"n_bins": n_bins, "edges": edges, "counts": counts,
+                   "accuracy": [a / n if n else None for a, n in zip(sum_acc, counts)],
+                   "mean_confidence": [s / n if n else None for s, n in zip(sum_conf, counts)]}
+
+
+def recompute_ir(run_rows: list[dict], qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
+    """``{query_id: {"mrr_at_10", "recall_at_5", "ndcg_at_10"}}`` for every run row, via ir_measures'
+    pytrec_eval provider (see above)."""
+    import ir_measures
+
+    measures = {ir_measures.RR: "mrr_at_10", ir_measures.R @ 5: "recall_at_5",
+                ir_measures.nDCG @ IR_CUTOFF: "ndcg_at_10"}
+    run: dict[str, dict[str, float]] = {}
+    for r in run_rows:
+        qid, docs = str(r.get("query_id")), list(r.get("ranked") or [])[:IR_CUTOFF]
+        scored: dict[str, float] = {}
+        for rank, did in enumerate(docs):
+            did = str(did)
+            if did in scored:  # a repeated id keeps its rank as a never-relevant placeholder
+                did = f"__duplicate_rank_{rank}__"
+            scored[did] = float(IR_CUTOFF - rank)
+        if scored and qrels.get(qid):
+            run[qid] = scored
+    judged = {qid: dict(j) for qid, j in qrels.items() if j and qid in run}
+    out = {str(r.get("query_id")): {m: 0.0 for m in measures.values()} for r in run_rows}
+    if run:
+        for metric in ir_measures.pytrec_eval.iter_calc(list(measures), judged, run):
+            if metric.query_id in out:
+                out[metric.query_id][measures[metric.measure]] = float(metric.value)
+    return out
+
+
+def _mean(xs: list[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _recompute_point(rows: list[dict], outcome: dict[str, dict], n_bins: int) -> dict:
+    """The point metrics of some run rows from their recomputed per-query outcomes."""
+    o = [outcome[str(r.get("query_id"))] for r in rows]
+    conf = [0.0 if r.get("confidence") is None else r["confidence"] for r in rows]
+    out = {"top1": _mean([x["correct"] for x in o]), "stale_rate": _mean([x["stale"] for x in o]),
+           "rumor_rate": _mean([x["rumor"] for x in o])}
+    for key in ("mrr_at_10", "recall_at_5", "ndcg_at_10"):
+        if all(key in x for x in o):
+            out[key] = _mean([x[key] for x in o])
+    try:
+        out["ece"], out["ece_bins"] = recompute_ece(conf, [x["correct"] for x in o], n_bins)
+    except ValueError as exc:
+        out["ece_error"] = str(exc)
+    return out
+
+
+def _same6(stored: Any, value: Any, tol: float = 0.0) -> bool:
+    if value is None or stored is None:
+        return stored is None and value is None
+    if _bad_number(stored) is not None:
+        return False
+    if tol:
+        return abs(float(stored) - float(value)) <= tol + 1e-12
+    return stored == round(float(value), RECOMPUTED_DECIMALS)
+
+
+def _recomputed_row(metric: str, stored: Any, value: Any, how: str) -> Row:
+    shown = "None" if value is None else _fmt(round(float(value), RECOMPUTED_DECIMALS))
+    tol = CONFIDENCE_TOL if metric.rsplit(".", 2)[-1] in CONFIDENCE_KEYS or \
+        metric.rsplit(".", 2)[-2] in CONFIDENCE_KEYS else 0.0
+    ok = _same6(stored, value, tol)
+    why = f"|diff| > {tol:g} (confidences are 6-decimal in the run file)" if tol else \
+        f"differs at {RECOMPUTED_DECIMALS} decimals"
+    return _inv(metric, f"recomputed {shown}", stored, ok, how if ok else f"{how}; {why}")
+
+
+def recompute_rows(out_name: str, system: str, per_split: dict, run_rows: list[dict],
+                   judgments: Judgments | None) -> list[Row]:
+    """Rows comparing ``systems.<system>`` of a main metrics.json with the gate's own recomputation from
+    ``run_<system>.jsonl`` (and the dataset's judgments; without them, from the run file's flags)."""
+    base, run_file = f"{out_name}.systems.{system}", f"run_{system}.jsonl"
+    rows: list[Row] = []
+    outcome: dict[str, dict] = {}
+    if judgments is not None:
+        ir = recompute_ir(run_rows, judgments.qrels)
+        unknown = []
+        for r in run_rows:
+            qid = str(r.get("query_id"))
+            if qid not in judgments.qrels:
+                unknown.append(qid)
+            top = (r.get("ranked") or [None])[0]
+            outcome[qid] = {"correct": top is not None and top in judgments.qrels.get(qid, {}),
+                            "stale": top is not None and top in judgments.stale.get(qid, set()),
+                            "rumor": top is not None and top in judgments.rumor.get(qid, set()), **ir[qid]}
+        how = f"recomputed from {run_file} and the dataset's judgments"
+        if unknown:
+            r = _inv(f"{out_name} {run_file}: query ids", "all in the dataset", f"{len(unknown)} unknown", False,
+                     ", ".join(unknown[:5]))
+            r.file = run_file
+            rows.append(r)
+    else:
+        for r in run_rows:
+            outcome[str(r.get("query_id"))] = {k: bool(r.get(k)) for k in ("correct", "stale", "rumor")}
+        how = f"recomputed from {run_file}'s correct/stale/rumor flags (no dataset)"
+    for split in SPLITS:
+        s = per_split.get(split) if isinstance(per_split, dict) else None
+        judged = [r for r in run_rows if r.get("split") == split]
+        if not isinstance(s, dict) or not judged:
+            continue  # reported by the invariants above (missing split, n_queries against the run file)
+        p = f"{base}.{split}"
+        if judgments is not None:
+            for flag in ("correct", "stale", "rumor"):
+                differ = [str(r.get("query_id")) for r in judged
+                          if bool(r.get(flag)) != outcome[str(r.get("query_id"))][flag]]
+                row = _inv(f"{out_name} {run_file}: {split} {flag} flags", "0 differing from the recomputed",
+                           f"{len(differ)} differ", not differ,
+                           ("e.g. " + ", ".join(differ[:5]) if differ else "top-1 id against the dataset's "
+                            + {"correct": "graded qrels", "stale": "stale sets", "rumor": "rumour sets"}[flag]))
+                row.file = run_file
+                rows.append(row)
+        bins = s.get("ece_bins") if isinstance(s.get("ece_bins"), dict) else {}
+        n_bins = bins.get("n_bins") if isinstance(bins.get("n_bins"), int) and bins.get("n_bins") > 0 else 10
+        point = _recompute_point(judged, outcome, n_bins)
+        for key in RECOMPUTED_METRICS:
+            if key in s and key in point:
+                rows.append(_recomputed_row(f"{p}.{key}", s[key], point[key], how))
+        if "ece_error" in point:
+            rows.append(_inv(f"{p}.ece", "recomputable", "ERROR", False, f"{run_file}: {point['ece_error']}"))
+        else:
+            rb = point["ece_bins"]
+            for key in ("edges", "counts", "accuracy", "mean_confidence"):
+                stored = bins.get(key)
+                if not isinstance(stored, list) or len(stored) != len(rb[key]):
+                    rows.append(_inv(f"{p}.ece_bins.{key}", f"{len(rb[key])} values", stored, False,
+                                     "missing or of another length"))
+                    continue
+                for i, (st, v) in enumerate(zip(stored, rb[key])):
+                    if key == "counts":
+                        ok = st == v and isinstance(st, int) and not isinstance(st, bool)
+                        on_edge = sum(1 for r in judged if r.get("confidence") in rb["edges"][1:-1])
+                        rows.append(_inv(f"{p}.ece_bins.counts.{i}", f"recomputed {v}", st, ok, how if ok else
+                                         f"{how}; {on_edge} confidence(s) of the split on an interior bin edge"))
+                    else:
+                        rows.append(_recomputed_row(f"{p}.ece_bins.{key}.{i}", st, v, how))
+        cats = s.get("by_category")
+        if isinstance(cats, dict):
+            for cat, cm in cats.items():
+                sel = [r for r in judged if r.get("category") == cat]
+                if not sel or not isinstance(cm, dict):
+                    rows.append(_inv(f"{p}.by_category.{cat}", f"{split} queries of category {cat} in {run_file}",
+                                     0, False, "no such queries in the run file"))
+                    continue
+                cpoint = _recompute_point(sel, outcome, n_bins)
+                for key in RECOMPUTED_CATEGORY_METRICS:
+                    if key in cm and key in cpoint:
+                        rows.append(_recomputed_row(f"{p}.by_category.{cat}.{key}", cm[key], cpoint[key], how))
+    return rows
 
 
 def main_invariants(out: Outputs) -> list[Row]:
@@ -477,7 +754,8 @@ def main_invariants(out: Outputs) -> list[Row]:
         return [_inv(f"{out.name}.systems", "per-system metrics", "MISSING", False, "metrics.json has no systems")]
     n_total = (m.get("dataset") or {}).get("n_queries")
     baseline = (m.get("experiment") or {}).get("baseline")
-    gold, gold_note = _gold_ids(out.folder, m)
+    judgments, gold_note = _judgments(out.folder, m)
+    gold = judgments.relevant if judgments is not None else None
     for name, per_split in systems.items():
         base = f"{out.name}.systems.{name}"
         meta, run_rows, err = _read_run_file(out.folder / f"run_{name}.jsonl")
@@ -551,6 +829,8 @@ def main_invariants(out: Outputs) -> list[Row]:
                     mrr1 = sum(hits) / len(judged)
                     rows.append(_inv(f"{p}.mrr_at_1", f"== top1 ({top1})", round(mrr1, 6),
                                      abs(mrr1 - top1) <= 5e-7, how))
+        if run_rows is not None and isinstance(per_split, dict):
+            rows += recompute_rows(out.name, name, per_split, run_rows, judgments)
         if n_total is not None:
             rows.append(_inv(f"{base}.dev+test n_queries", f"== dataset.n_queries ({n_total})", split_sum,
                              split_sum == n_total))
@@ -618,7 +898,9 @@ INVARIANTS = {"main": main_invariants, "main_large": main_invariants, "reembed_c
 SKIP_KEY = re.compile(r"(^|_)s$|_ms$|latency|wall_time|timings|path$|^cold_table$|^db_|^kept$|^lake_path_setting$"
                       r"|^provenance$|^config$|^params$|^settings$|^weights$|^records$|_per_edit$|^series$"
                       r"|^replay$|^paper_claim$|^status_policy$|^patched$|^package$")
-SKIP_ECE_BIN_KEYS = ("edges", "accuracy", "mean_confidence")
+SKIP_ECE_BIN_KEYS = ("edges",)  # fixed by n_bins (recomputed by the main invariants)
+# Per-bin ECE accuracy and mean confidence (None in an empty bin): kind exact6, the stored precision.
+ECE_BIN_LISTS = re.compile(r"\.ece_bins\.(accuracy|mean_confidence)$")
 # Roots per experiment (top-level keys of the result JSON) whose leaves are checked.
 ROOTS = {
     "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
@@ -647,6 +929,10 @@ def _leaves(x: Any, path: str, numeric_only: bool = False):
                 continue
             if k in SKIP_ECE_BIN_KEYS and path.endswith(".ece_bins"):
                 continue
+            if ECE_BIN_LISTS.search(f"{path}.{k}") and isinstance(v, list) \
+                    and all(i is None or _is_number(i) for i in v):
+                yield f"{path}.{k}", v
+                continue
             yield from _leaves(v, f"{path}.{k}", numeric_only)
     elif isinstance(x, list):
         if all(_is_number(i) for i in x) and x:
@@ -663,6 +949,8 @@ def _leaves(x: Any, path: str, numeric_only: bool = False):
 
 
 def _entry(path: str, value: Any) -> dict:
+    if ECE_BIN_LISTS.search(path) and isinstance(value, list):
+        return {"value": value, "tolerance": 0.0, "kind": "exact6"}
     for pattern, tol, why in ABS_TOLERANCES:
         if pattern.search(path) and (value is None or _is_number(value)):
             return {"value": value, "tolerance": tol, "kind": "abs", "why": why}
@@ -719,7 +1007,12 @@ NOTES = [
     "flake or check nothing. Also skipped: temporary folder paths, config echoes (the config sha256 is in "
     "PROVENANCE.json), per-edit lists (their means, intervals and call counts are checked).",
     "Invariants checked on every run besides these values: see smartvector_bench/regress.py (ranges, "
-    "mrr_at_1 == top1 from the run files, n_queries against the run files and the dataset, ece bin counts).",
+    "mrr_at_1 == top1 from the run files, n_queries against the run files and the dataset, ece bin counts, and "
+    "stale/rumour rates, ECE and its bins, MRR@10, recall@5, nDCG@10 recomputed from the run files and the "
+    "dataset's judgments by the gate's own code).",
+    "p-values (mcnemar_p, permutation_p, *.p_value) are kind exact4 and are also compared on a log10 scale "
+    "(|log10 got - log10 expected| <= 0.01), so a p below 5e-5 no longer compares as 0.0000. kind exact6: the "
+    "ECE bins' accuracy and mean_confidence, at their stored 6 decimals (None for an empty bin).",
     "manifest: sha256 and size of every file under the results root (this file excepted). `make regress` first "
     "checks the committed files against it (an edited, missing or unrecorded file fails; so does a file that "
     "differs from its PROVENANCE.json) and recomputes every expected value and invariant from them, then reruns.",
@@ -787,8 +1080,8 @@ def read_expected(path: Path) -> dict:
         if name not in EXPERIMENTS:
             raise BadInput(f"{path}: unknown experiment {name!r}; allowed: {', '.join(EXPERIMENTS)}")
         for metric, spec in metrics.items():
-            if not isinstance(spec, dict) or spec.get("kind") not in ("exact4", "exact", "abs", "columns"):
-                raise BadInput(f"{path}: {metric}: needs a kind (exact4, exact, abs or columns)")
+            if not isinstance(spec, dict) or spec.get("kind") not in ("exact4", "exact6", "exact", "abs", "columns"):
+                raise BadInput(f"{path}: {metric}: needs a kind (exact4, exact6, exact, abs or columns)")
             if spec["kind"] == "abs" and not spec.get("why"):
                 raise BadInput(f"{path}: {metric}: an abs tolerance needs a 'why'")
     return doc
@@ -818,7 +1111,9 @@ def _in_file(row: Row, name: str, folder: Path) -> Row:
     for prefix in (f"{name}.", f"{name} "):
         rest = rest.removeprefix(prefix)
     fname = exp.result_file
-    if exp.csv_file and rest.startswith("csv"):
+    if row.file:  # a row about another file of the folder (a run file): named by the experiment's invariants
+        fname, rest = row.file, rest.removeprefix(f"{row.file}: ")
+    elif exp.csv_file and rest.startswith("csv"):
         fname, rest = exp.csv_file, rest[3:].lstrip(". ") or "rows"
     row.metric, row.file = rest, _rel(folder / fname)
     return row

@@ -259,8 +259,13 @@ def test_top1_disagreeing_with_the_ranked_lists_breaks_mrr_at_1(results, capsys)
     code, out = gate(results, capsys=capsys)
     assert code == 1
     rows = _failed_rows(out)
-    assert [r.split(" | ")[0][2:] for r in rows] == [f"main.systems.{system}.test.mrr_at_1"], rows
+    names = [r.split(" | ")[0][2:] for r in rows]
+    assert names[0] == f"main.systems.{system}.test.mrr_at_1", rows
     assert "a relevant chunk (qrels) at rank 1 in the run file" in rows[0]
+    # the gate's own recomputation sees it too: the stored correct flags, MRR@10 (1 -> 1/2) and ECE
+    assert {f"main run_{system}.jsonl: test correct flags", f"main.systems.{system}.test.mrr_at_10",
+            f"main.systems.{system}.test.ece"} <= set(names), names
+    assert all(n.startswith((f"main.systems.{system}.test.", f"main run_{system}.jsonl: test ")) for n in names)
 
 
 def test_ece_bin_counts_must_sum_to_n_queries(results, capsys):
@@ -309,7 +314,9 @@ def test_the_manifest_records_every_file_but_the_expected_file(results):
 
 def test_a_committed_ece_edit_fails_naming_the_file_and_the_metric(results, small_results, capsys, monkeypatch):
     _bump(results / "main" / "metrics.json", "plain_cosine", "test", "ece", 0.01)
+    # the hash, the expected value and the gate's own ECE recomputed from the run file
     assert committed_fails(results) == [("main/metrics.json", "sha256"),
+                                        ("main/metrics.json", "systems.plain_cosine.test.ece"),
                                         ("main/metrics.json", "systems.plain_cosine.test.ece")]
 
     def fake_rerun_many(names, workdir, jobs=1, extra=()):  # a rerun that reproduces the unedited results
@@ -331,7 +338,7 @@ def test_a_committed_ece_edit_fails_naming_the_file_and_the_metric(results, smal
     assert line.strip().startswith("FAIL ") and "main/metrics.json: systems.plain_cosine.test.ece expected " in line
     assert ", committed " in line and "differs at 4 decimals" in line
     assert "main/metrics.json: sha256 expected " in before_rerun
-    assert "committed: " in out.splitlines()[-1] and ", 2 failed (" in out.splitlines()[-1]
+    assert "committed: " in out.splitlines()[-1] and ", 3 failed (" in out.splitlines()[-1]
     assert "main/metrics.json: systems.plain_cosine.test.ece" in err
 
 
@@ -384,14 +391,14 @@ def test_no_committed_skips_the_check_and_another_folder_is_still_compared(resul
     _bump(results / "main" / "metrics.json", "plain_cosine", "test", "ece", 0.01)
     code, out = gate(results, capsys=capsys)  # --no-committed: only the folder, as outputs
     assert code == 1 and "not checked (--no-committed)" in out
-    assert [r.split(" | ")[0][2:] for r in _failed_rows(out)] == ["main.systems.plain_cosine.test.ece"]
+    assert [r.split(" | ")[0][2:] for r in _failed_rows(out)] == ["main.systems.plain_cosine.test.ece"] * 2
     other = tmp_path / "run"
     shutil.copytree(results / "feedback_loop", other)  # a run folder that is not the committed one: compared too
     code = regress.main(["--expected", str(results / "expected.json"), "--results-from", str(other)])
     out = capsys.readouterr().out
     assert code == 1 and "main/metrics.json: systems.plain_cosine.test.ece expected" in out
     assert re.match(r"\d+ passed, 0 failed \(feedback_loop: \d+ passed, 0 failed\);", out.splitlines()[-1])
-    assert ", 2 failed (" in out.splitlines()[-1]  # the committed check's two misses, counted apart
+    assert ", 3 failed (" in out.splitlines()[-1]  # the committed check's three misses, counted apart
 
 
 # -- rerun mode and the publisher, through the real CLI (hashing embedder) ------------------------------------------
@@ -450,7 +457,9 @@ def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     _bump(dest / "main" / "metrics.json", "oracle", "dev", "recall_at_5", -0.05)
     assert regress.main(["--write-expected", "--results-from", str(dest), *exp]) == 0
     capsys.readouterr()
-    assert committed_fails(dest) == [("main/metrics.json", "PROVENANCE.json sha256")]
+    # ... and on the value the gate recomputes from the run file and the dataset
+    assert committed_fails(dest) == [("main/metrics.json", "PROVENANCE.json sha256"),
+                                     ("main/metrics.json", "systems.oracle.dev.recall_at_5")]
 
 
 def _fake_sweep(multirun: Path, preset: str, failed: int = 0) -> None:
