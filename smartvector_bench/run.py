@@ -99,3 +99,135 @@ def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, 
             ranked[i, r], scores[i, r] = corpus.index_of[cid], sc
         confidence[i] = np.nan if rec["confidence"] is None else rec["confidence"]
     return meta, Run(meta["system"], ranked, scores, confidence)
+
+
+# ------------------------------------------------------------------------------------------------ TREC export
+#
+# Plain TREC files that trec_eval, ir-measures and ranx read as they are. They cannot carry a header or
+# comment lines (the tools reject them), so their provenance is the ``{"_meta": ...}`` line of the
+# ``run_<system>.jsonl`` beside them and the ``metrics.json`` of the same folder.
+
+TREC_SCORES = ("rank", "system")
+
+
+def _trec_token(value: str, what: str) -> str:
+    value = str(value)
+    if not value or any(ch.isspace() for ch in value):
+        raise ValueError(f"{what} {value!r} cannot be written to a TREC file: it must be non-empty, without "
+                         f"whitespace")
+    return value
+
+
+def _split_rows(queries: Queries, split: str | None) -> list[int]:
+    if split is None:
+        return list(range(len(queries)))
+    return [i for i in range(len(queries)) if str(queries.split[i]) == split]
+
+
+def trec_run_lines(run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag: str | None = None,
+                   split: str | None = None, score: str = "rank") -> list[str]:
+    """The run as TREC run lines ``qid Q0 docid rank score tag`` (no trailing newlines), queries in
+    ``queries`` order (only those of ``split`` when given), one line per returned hit of the first ``k``
+    (padding ``-1`` is skipped), ``rank`` from 1; ``tag`` defaults to ``run.system``.
+
+    Score convention (``score="rank"``, the default): a query with ``n`` hits gives its hit at rank ``r``
+    (1-based) the score ``n - r + 1``, i.e. ``n, n-1, ..., 1``: distinct and strictly decreasing. trec_eval,
+    pytrec_eval, ir-measures and ranx rank by score (trec_eval breaks ties by docid, descending), not by the
+    rank column, so the system's own scores would let them reorder our ties (ours go to the lower corpus
+    index, :func:`rank_by_score`; six-decimal rounding makes more) and any system whose order is not its
+    score order. These are the scores the evaluator itself hands ir-measures
+    (``metrics.graded._scored``: ``L - r`` for 0-based ``r``), so scoring this file with the qrels of
+    :func:`qrels_trec_lines` reproduces ``metrics.json``'s ``mrr_at_10`` (``RR@10``), ``recall_at_5``
+    (``R@5``) and ``ndcg_at_10`` (``nDCG@10``) exactly, provided queries without any hit count as 0
+    (they have no line: ``trec_eval -c``; ir-measures already scores a qrels query missing from the run 0).
+    ``score="system"`` writes the system's scores instead (rounded to 6 decimals, as in the JSONL run file),
+    for inspection only: tools may then see a different order than the one we evaluated.
+
+    A doc listed twice in one query keeps its first (best) line only: TREC tools keep one score per
+    (qid, docid). The evaluator counts the repeat as a non-relevant result at its rank, so such a run
+    would score differently (no bundled system returns repeats). Ids and the tag must be whitespace-free
+    (``ValueError`` otherwise).
+    """
+    if score not in TREC_SCORES:
+        raise ValueError(f"score must be one of {TREC_SCORES}, got {score!r}")
+    if run.ranked.shape[0] != len(queries):
+        raise ValueError(f"run {run.system!r} has {run.ranked.shape[0]} rows but there are {len(queries)} queries")
+    tag = _trec_token(run.system if tag is None else tag, "tag")
+    lines: list[str] = []
+    for i in _split_rows(queries, split):
+        qid = _trec_token(queries.ids[i], "query id")
+        seen: set[int] = set()
+        hits: list[tuple[int, float]] = []
+        for j, s in zip(run.ranked[i, :k], run.scores[i, :k]):
+            j = int(j)
+            if j < 0 or j in seen:
+                continue
+            seen.add(j)
+            hits.append((j, float(s)))
+        n = len(hits)
+        for r, (j, s) in enumerate(hits, 1):
+            if score == "rank":
+                value = str(n - r + 1)
+            else:
+                if not np.isfinite(s):
+                    raise ValueError(f"run {run.system!r}: query {qid!r} rank {r} has score {s}")
+                value = repr(round(s, 6))
+            lines.append(f"{qid} Q0 {_trec_token(corpus.ids[j], 'chunk id')} {r} {value} {tag}")
+    return lines
+
+
+def write_run_trec(path: Path, run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag: str | None = None,
+                   split: str | None = None, score: str = "rank") -> None:
+    """Write :func:`trec_run_lines` to ``path`` atomically (provenance: the JSONL run file and metrics.json)."""
+    from .atomic import atomic_write_text
+
+    lines = trec_run_lines(run, queries, corpus, k=k, tag=tag, split=split, score=score)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def qrels_trec_lines(queries: Queries, corpus: Corpus, split: str | None = None) -> list[str]:
+    """The graded judgments as TREC qrels lines ``qid 0 docid grade``: every relevant chunk (grade >= 1) of
+    every query (of ``split`` when given), queries in ``queries`` order, best grade first. These are the
+    qrels the evaluator gives ir-measures; the dataset's grade-0 judgments are not kept by the loader and
+    change none of the measures (gain 0, never relevant)."""
+    lines: list[str] = []
+    for i in _split_rows(queries, split):
+        qid = _trec_token(queries.ids[i], "query id")
+        for c, g in zip(queries.relevant.row(i), queries.grades.row(i)):
+            lines.append(f"{qid} 0 {_trec_token(corpus.ids[int(c)], 'chunk id')} {int(g)}")
+    return lines
+
+
+def write_qrels_trec(path: Path, queries: Queries, corpus: Corpus, split: str | None = None) -> None:
+    """Write :func:`qrels_trec_lines` to ``path`` atomically."""
+    from .atomic import atomic_write_text
+
+    atomic_write_text(path, "".join(line + "\n" for line in qrels_trec_lines(queries, corpus, split=split)))
+
+
+def read_run_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
+    """``{qid: [(docid, score), ...]}`` of a TREC run file, each list in its rank-column order (for
+    round-trips). Raises BenchError on a line without 6 columns, a non-numeric rank or score, or a
+    (qid, docid) or (qid, rank) given twice."""
+    from .errors import BenchError
+
+    out: dict[str, list[tuple[int, str, float]]] = {}
+    seen: set[tuple[str, str]] = set()
+    ranks: set[tuple[str, int]] = set()
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        cols = line.split()
+        if len(cols) != 6:
+            raise BenchError(f"{path}:{lineno}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
+        qid, _, docid, rank, value, _ = cols
+        try:
+            r, s = int(rank), float(value)
+        except ValueError:
+            raise BenchError(f"{path}:{lineno}: rank {rank!r} / score {value!r} is not a number") from None
+        if (qid, docid) in seen or (qid, r) in ranks:
+            raise BenchError(f"{path}:{lineno}: query {qid!r} lists doc {docid!r} or rank {r} twice")
+        seen.add((qid, docid))
+        ranks.add((qid, r))
+        out.setdefault(qid, []).append((r, docid, s))
+    return {qid: [(d, s) for _, d, s in sorted(rows)] for qid, rows in out.items()}
