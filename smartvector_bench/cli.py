@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from . import CONF_DIR, scratch
-from .cli_errors import hydra_entry, reports_bad_input
+from .cli_errors import hydra_entry, one_line, reports_bad_input
 from .errors import BenchError
 from .sweeps import STATUS_FILE, resume
 from .validate import EXPERIMENTS, experiment_module, validate_config  # noqa: F401 - re-exported
@@ -94,7 +94,7 @@ def bench(cfg: DictConfig) -> dict:
         try:
             return _job(cfg)
         except (BenchError, OmegaConfBaseException) as exc:
-            print(f"{PROG}: error: {exc}", file=sys.stderr)
+            print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
             raise
     return reports_bad_input(PROG)(_job)(cfg)
 

@@ -63,3 +63,40 @@ def run_cli(prog: str, *args: str, cwd: Path | None = None, timeout: int = 600) 
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def run_as_nobody(fn) -> str:
+    """``fn()`` (returning text) in a forked child that dropped root for ``nobody``, for permission tests that
+    root would pass trivially; returns what ``fn`` returned, or ``<ExceptionType>: <message>``."""
+    import pwd
+
+    try:
+        user = pwd.getpwnam("nobody")
+        uid, gid = user.pw_uid, user.pw_gid
+    except KeyError:
+        uid = gid = 65534
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            try:
+                out = fn()
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent
+                out = f"{type(exc).__name__}: {exc}"
+            os.write(w, str(out).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    while chunk := os.read(r, 65536):
+        chunks.append(chunk)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return b"".join(chunks).decode()
+
+
+IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sqlite3
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,7 +24,7 @@ from smartvector_bench.embedding import (
 )
 from smartvector_bench.errors import BenchError
 
-from .conftest import compose_config
+from .conftest import IS_ROOT, compose_config, run_as_nobody
 
 # ~40 texts of varied lengths (1 word to past MiniLM's 256-token limit), one repeated.
 _WORDS = ("annual leave policy limit days team database backup hours region approval manager expense report "
@@ -257,16 +260,21 @@ def test_cache_in_an_unwritable_location(tmp_path):
     assert "cannot create its folder" in msg and "embedder.cache_path=null" in msg
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root ignores file permissions")
-def test_cache_in_a_read_only_folder(tmp_path):
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    folder.chmod(0o555)
+def test_cache_in_a_read_only_folder():
+    """chmod does not stop root, so as root the check runs in a forked child that switched to ``nobody``."""
+    base = Path(tempfile.mkdtemp(prefix="svb-ro-cache-"))
     try:
-        msg = _cache_error(folder / "c.sqlite")
-        assert "cannot write" in msg and "embedder.cache_path=null" in msg
+        base.chmod(0o755)
+        folder = base / "ro"
+        folder.mkdir()
+        folder.chmod(0o555)
+        check = lambda: _cache_error(folder / "c.sqlite")  # noqa: E731
+        msg = run_as_nobody(check) if IS_ROOT else check()
+        assert "cannot write" in msg and "embedder.cache_path=null" in msg, msg
+        assert not (folder / "c.sqlite").exists()
     finally:
         folder.chmod(0o755)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 # --- the cost benchmark (smartvector_bench.perf.embedding) ---------------------------------------------------

@@ -49,12 +49,13 @@ from smartvector_bench import CONF_DIR
 from smartvector_bench.dataset import DATA_FILES, LABEL_FILES, Dataset, dataset_sha256, load_dataset
 from smartvector_bench.errors import BenchError
 
+from .conftest import IS_ROOT, run_as_nobody
+
 CHECKED = DATA_FILES + LABEL_FILES
 JSONL = tuple(n for n in CHECKED if n.endswith(".jsonl"))
 TSV = tuple(n for n in CHECKED if n.endswith(".tsv"))
 ANY_NAME = CHECKED + ("manifest.json", "labels", "qrels")
 HEADER = "query-id\tcorpus-id\tscore"
-IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 SCALE = float(os.environ.get("SVB_FUZZ_SCALE", "1"))
 # Each example writes and removes a folder: on tmpfs that is ~10x cheaper than on a busy disk.
 TMP_DIR = os.environ.get("SVB_FUZZ_TMP") or next((d for d in ("/dev/shm",) if os.access(d, os.W_OK)), None)
@@ -1149,38 +1150,15 @@ def test_path_that_is_a_file_or_missing_is_named(base, tmp_path):
 
 def _load_as_nobody(folder: Path) -> str:
     """``load_dataset(folder)`` in a forked child that dropped root for ``nobody``: what it raised, as text."""
-    import pwd
 
-    try:
-        user = pwd.getpwnam("nobody")
-        uid, gid = user.pw_uid, user.pw_gid
-    except KeyError:
-        uid = gid = 65534
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
+    def load() -> str:
         try:
-            os.close(r)
-            os.setgroups([])
-            os.setgid(gid)
-            os.setuid(uid)
-            try:
-                load_dataset(folder)
-                out = "loaded"
-            except BenchError as exc:
-                out = f"BenchError: {exc}"
-            except BaseException as exc:  # noqa: BLE001 - reported to the parent
-                out = f"{type(exc).__name__}: {exc}"
-            os.write(w, out.encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    chunks = []
-    while chunk := os.read(r, 65536):
-        chunks.append(chunk)
-    os.close(r)
-    os.waitpid(pid, 0)
-    return b"".join(chunks).decode()
+            load_dataset(folder)
+            return "loaded"
+        except BenchError as exc:
+            return f"BenchError: {exc}"
+
+    return run_as_nobody(load)
 
 
 @pytest.mark.parametrize("target", ["qrels/test.tsv", "labels", "manifest.json"])

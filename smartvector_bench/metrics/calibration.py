@@ -31,6 +31,21 @@ def _edges(n_bins: int) -> np.ndarray:
     return np.arange(n_bins + 1) / n_bins
 
 
+def _confidences(confidence) -> np.ndarray:
+    """``confidence`` as float64, or ValueError on NaN or values outside [0, 1] (callers map missing ones to
+    0.0 first, as the evaluator does)."""
+    c = np.asarray(confidence, dtype=np.float64)
+    nan = np.isnan(c)
+    if nan.any():
+        raise ValueError(f"confidence contains NaN ({int(nan.sum())} of {c.size} values); "
+                         "map missing confidences to 0.0 first")
+    bad = (c < 0.0) | (c > 1.0)
+    if bad.any():
+        raise ValueError(f"confidence must be in [0, 1]; {int(bad.sum())} value(s) outside, "
+                         f"e.g. {c[bad].flat[0]!r}")
+    return c
+
+
 def bin_index(confidence: np.ndarray, n_bins: int = 10) -> np.ndarray:
     """Bin of each confidence among ``n_bins`` equal-width bins on [0, 1].
 
@@ -39,15 +54,7 @@ def bin_index(confidence: np.ndarray, n_bins: int = 10) -> np.ndarray:
     Raises ValueError on NaN or on values outside [0, 1] (callers map missing confidences first).
     """
     edges = _edges(n_bins)
-    c = np.asarray(confidence, dtype=np.float64)
-    nan = np.isnan(c)
-    if nan.any():
-        raise ValueError(f"confidence contains NaN ({int(nan.sum())} of {c.size} values); "
-                         "map missing confidences to a number before binning")
-    bad = (c < 0.0) | (c > 1.0)
-    if bad.any():
-        raise ValueError(f"confidence must be in [0, 1]; {int(bad.sum())} value(s) outside, "
-                         f"e.g. {c[bad].flat[0]!r}")
+    c = _confidences(confidence)
     idx = np.searchsorted(edges, c, side="right") - 1
     return np.minimum(idx, n_bins - 1)
 
@@ -100,13 +107,7 @@ def _inputs(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
     y = np.asarray(correct)
     if c.ndim != 1 or c.shape != y.shape:
         raise ValueError(f"confidence and correct must be 1-D of the same length; got {c.shape} and {y.shape}")
-    nan = np.isnan(c)
-    if nan.any():
-        raise ValueError(f"confidence contains NaN ({int(nan.sum())} of {c.size} values); "
-                         "map missing confidences to 0.0 first")
-    bad = (c < 0.0) | (c > 1.0)
-    if bad.any():
-        raise ValueError(f"confidence must be in [0, 1]; {int(bad.sum())} value(s) outside, e.g. {c[bad][0]!r}")
+    c = _confidences(c)
     if y.dtype != bool:
         if y.dtype.kind not in "biuf" or not np.all((y == 0) | (y == 1)):
             raise ValueError("correct must be bools or 0/1 numbers")
