@@ -1,7 +1,7 @@
 """experiment=main: evaluate the chosen systems on one dataset and write the main table.
 
-Writes, in ``out_dir``: ``run_<system>.jsonl`` per system, ``table.md`` and, last, ``metrics.json`` (its
-presence marks a complete run). Everything is validated before the first file is written.
+Writes, in ``out_dir``: ``run_<system>.jsonl`` and ``run_<system>.trec`` per system, ``qrels_{dev,test}.trec``,
+``table.md`` and, last, ``metrics.json`` (its presence marks a complete run). Everything is validated before the first file is written.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from data_gen.params import params_from_config
@@ -21,10 +22,11 @@ from smartvector_bench.dataset import SPLITS, Dataset, load_dataset
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.evaluator import evaluate_split, judge, power_analysis
+from smartvector_bench.metrics.calibration import calibration_report
 from smartvector_bench.provenance import header, provenance
 from smartvector_bench.report import render
 from smartvector_bench.retrievers import build_retriever, registered
-from smartvector_bench.run import Run, write_run_jsonl
+from smartvector_bench.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.settings import section
 from smartvector_bench.timeutil import format_iso, from_days
 from smartvector_bench.validate import check_dataset, check_embedder, chosen_systems  # noqa: F401 - re-exported
@@ -94,6 +96,21 @@ def _info(retriever, queries) -> dict:
     return info
 
 
+CALIBRATION_METHODS = ("platt", "isotonic")  # temperature scaling is in metrics/calibration.py too
+
+
+def calibrate(run: Run, correct: np.ndarray, queries, s: MainSettings) -> dict:
+    """Each calibration map fitted on dev and applied to test, with raw and calibrated test ECE, Brier and
+    AUROC (cluster intervals over test families); missing confidences are 0.0 as in the evaluator."""
+    conf = np.nan_to_num(np.asarray(run.confidence, dtype=np.float64), nan=0.0)
+    split = np.asarray(queries.split)
+    dev, test = split == "dev", split == "test"
+    families = np.asarray(queries.family, dtype=object)[test]
+    return {m: calibration_report(conf[dev], correct[dev], conf[test], correct[test], families, method=m,
+                                  n_bins=s.ece_bins, n_boot=s.n_boot, seed=s.bootstrap_seed)
+            for m in CALIBRATION_METHODS}
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     """The whole experiment as a plain function (the Hydra entry point only resolves the config)."""
     out_dir = Path(out_dir)
@@ -125,7 +142,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                                  f"folder; drop it from systems=")
             retriever.index_labels(dataset.labels.chunk_family, dataset.labels.chunk_kind)
             extra["query_family"] = dataset.labels.query_family
-        runs[name] = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
+        run_ = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
+        run_.system = name  # the configured name: a variant (smartvector_soft) shares its kind's class
+        runs[name] = run_
         timings[f"{name}_s"] = time.perf_counter() - t
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
@@ -138,6 +157,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                                                windows=(corpus.valid_from, corpus.valid_to),
                                                n_permutations=s.n_permutations, judged=judged[name])
                          for split in SPLITS}
+    calibration = {name: calibrate(r, judged[name]["correct"], queries, s) for name, r in runs.items()}
     power_ref = s.power_reference
     power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
     power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
@@ -153,12 +173,16 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                        "serve_time": format_iso(from_days(serve_time))},
         "systems": results,
         "power": power,
+        "calibration": calibration,
         "system_info": {name: _info(retrievers[name], queries) for name in systems},
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
         "provenance": provenance(cfg),
     }
     for name, r in runs.items():
         write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10)
+        write_run_trec(out_dir / f"run_{name}.trec", r, queries, corpus, k=10)
+    for split in SPLITS:  # qrels beside the TREC runs, so trec_eval / ir-measures / ranx score them as they are
+        write_qrels_trec(out_dir / f"qrels_{split}.trec", queries, corpus, split=split)
     table = render(metrics)
     atomic_write_text(out_dir / "table.md", table)
     atomic_write_json(out_dir / "metrics.json", metrics)

@@ -10,7 +10,10 @@ Conventions (in addition to those of :mod:`smartvector_bench.metrics`):
   scores (so trec_eval's tie rule never applies).
 * Every query of the split is judged and counts in ``n_queries``. A query with no result is wrong, neither
   stale nor rumour, and scores 0 on the ranking metrics.
-* A missing confidence (NaN, a Run's "no result") is 0.0 for ECE: a calibrated abstention, not dropped.
+* A missing confidence (NaN, a Run's "no result") is 0.0 for ECE, Brier and AUROC: a calibrated abstention,
+  not dropped. ``brier`` is the mean squared error of the top-1 confidence against correctness; ``auroc`` the
+  area under the ROC of confidence as a predictor of a correct top-1 (ties count half; None with one class):
+  ECE and Brier depend on the score's scale, AUROC only on its order (:mod:`smartvector_bench.metrics.calibration`).
 * Intervals are 95% (``level``) percentile **cluster** bootstraps: families (the query's policy family, from
   the labels; each query is its own cluster without labels) are resampled with replacement, with
   ``n_boot`` resamples and the same ``seed`` for every metric and system, so intervals are paired.
@@ -32,6 +35,7 @@ from .errors import BenchError
 from .metrics import (cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, ece, in_sets, ir_metrics,
                       leakage_rate, leaked, mcnemar_exact, minimum_detectable_difference,
                       paired_cluster_permutation_test)
+from .metrics.calibration import auroc, brier
 from .run import Run
 
 DECIMALS = 6
@@ -78,6 +82,12 @@ def _p(x: float | None) -> float | None:
 
 def _ci(bounds: tuple[float, float]) -> list[float | None]:
     return [_r(bounds[0]), _r(bounds[1])]
+
+
+def _auroc(confidence: np.ndarray, correct: np.ndarray) -> float:
+    """AUROC of confidence vs correctness; NaN (reported None) when only one class is present."""
+    value = auroc(confidence, correct)
+    return float("nan") if value is None else value
 
 
 def _round_bins(bins: dict) -> dict:
@@ -140,6 +150,10 @@ def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.
     out["ece_ci"] = _ci(cluster_bootstrap_ci(lambda c, k: ece(c, k, n_bins)[0], (conf, j["correct"]), clusters,
                                              **boot))
     out["ece_bins"] = _round_bins(bins)
+    out["brier"] = _r(brier(conf, j["correct"]))
+    out["brier_ci"] = _ci(cluster_bootstrap_ci(brier, (conf, j["correct"]), clusters, **boot))
+    out["auroc"] = _r(_auroc(conf, j["correct"]))
+    out["auroc_ci"] = _ci(cluster_bootstrap_ci(_auroc, (conf, j["correct"]), clusters, **boot))
     out["mcnemar"] = out["mcnemar_p"] = out["permutation"] = out["permutation_p"] = None
 
     if baseline_correct is not None:

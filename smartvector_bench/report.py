@@ -31,13 +31,31 @@ def _p(p: float | None) -> str:
 
 # The main table's row order (conf/config.yaml's list); systems not listed follow, sorted. metrics.json is
 # written with sorted keys, so the order is not taken from it.
-SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
-                "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
+SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_soft",
+                "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter",
+                "oracle")
 
 
 def ordered(names) -> list[str]:
     rank = {n: i for i, n in enumerate(SYSTEM_ORDER)}
     return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+SOFT_SUFFIX = "_soft"  # <system>_soft: the same system with its status filter off (conf/retriever/*_soft.yaml)
+CONSTRUCTION_METRICS = ("stale_rate", "rumor_rate")
+
+
+def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
+    """A figure the hard status filter makes 0: ``name``'s ``key`` is 0 where its soft variant's is not.
+    (Without a soft variant in the same run nothing is marked: the cause cannot be told apart.)"""
+    soft = metrics["systems"].get(name + SOFT_SUFFIX, {}).get(split)
+    mine = metrics["systems"][name][split].get(key)
+    return soft is not None and mine == 0 and (soft.get(key) or 0) > 0
+
+
+def _rate(metrics: dict, name: str, key: str, split: str) -> str:
+    text = _pct_ci(metrics["systems"][name][split], key)
+    return f"{text} (by construction)" if by_construction(metrics, name, key, split) else text
 
 
 def main_table(metrics: dict, split: str) -> str:
@@ -50,10 +68,32 @@ def main_table(metrics: dict, split: str) -> str:
         hist = m["by_category"].get("historical", {}).get("leakage_at_10")
         leak = "-" if m.get("leakage_at_10") is None else f"{_pct(m['leakage_at_10'])} ({_pct(hist)})"
         tests = "-" if name == baseline else f"{_p(m['mcnemar_p'])} / {_p(m.get('permutation_p'))}"
-        rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_pct_ci(m, 'stale_rate')} | {_pct_ci(m, 'rumor_rate')} | "
+        rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_rate(metrics, name, 'stale_rate', split)} | "
+                    f"{_rate(metrics, name, 'rumor_rate', split)} | "
                     f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
                     f"{_num_ci(m, 'ndcg_at_10') if m.get('ndcg_at_10') is not None else '-'} | {leak} | "
                     f"{m['n_queries']} ({m.get('n_families', '-')}) | {tests} |")
+    return "\n".join(rows)
+
+
+def calibration_table(metrics: dict) -> str:
+    """Test-split calibration: ECE, Brier and AUROC of the raw top-1 confidence, and ECE / Brier after each
+    map fitted on dev (``metrics["calibration"]``; "-" for results written before it existed)."""
+    cal = metrics.get("calibration") or {}
+    methods = sorted({m for per in cal.values() for m in per}, key=lambda m: (m != "platt", m))
+    head = "| system | ECE | Brier | AUROC (confidence vs correct) | " + " | ".join(
+        f"ECE after {m} | Brier after {m}" for m in methods) + " |"
+    rows = [head, "|---|---|---|---|" + "---|---|" * len(methods)]
+    for name in ordered(metrics["systems"]):
+        m = metrics["systems"][name]["test"]
+        cells = [_num_ci(m, "ece"), _num_ci(m, "brier") if m.get("brier") is not None else "-",
+                 _num_ci(m, "auroc") if m.get("auroc") is not None else "-"]
+        for meth in methods:
+            r = (cal.get(name) or {}).get(meth)
+            cells += ["-", "-"] if r is None else [
+                _num_ci(r, "ece_calibrated") if r.get("ece_calibrated") is not None else "-",
+                _num_ci(r, "brier_calibrated") if r.get("brier_calibrated") is not None else "-"]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
@@ -111,6 +151,10 @@ def render(metrics: dict) -> str:
         main_table(metrics, "test"),
         "",
         power_line(metrics),
+        "",
+        "## Calibration (test split; each map fitted on dev)",
+        "",
+        calibration_table(metrics),
         "",
         f"## The paper's claims beside ours (test split; paper: {PAPER_SETUP})",
         "",

@@ -58,7 +58,8 @@ def rank_by_score(scores: np.ndarray, k: int, candidates: np.ndarray | None = No
 def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
                     meta: dict, k: int = 10) -> None:
     """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
-    packages), then one JSON line per query; ``judged`` holds the per-query ``correct``, ``stale``, ``rumor``."""
+    packages), then one JSON line per query; ``judged`` holds the per-query ``correct``, ``stale``, ``rumor``. The
+    query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can be run from the file."""
     from .atomic import atomic_write_text
 
     lines = [json.dumps({"_meta": {**meta, "system": run.system, "k": k}}, ensure_ascii=False, sort_keys=True)]
@@ -68,6 +69,7 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
         conf = float(run.confidence[i])
         lines.append(json.dumps({
             "query_id": qid, "split": str(queries.split[i]), "category": str(queries.category[i]),
+            "family": None if queries.family[i] is None else str(queries.family[i]),
             "ranked": ranked, "scores": scores, "confidence": None if np.isnan(conf) else round(conf, 6),
             "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
             "rumor": bool(judged["rumor"][i]),

@@ -213,9 +213,10 @@ def test_report_keys_and_intervals(method):
     ct, yt, fam = _split(6, 3.0)
     rep = calibration_report(cd, yd, ct, yt, fam, method=method, n_boot=200, seed=0)
     metrics = ("ece", "brier", "auroc", "ece_calibrated", "brier_calibrated", "auroc_calibrated")
-    assert set(rep) == {"method", "params", "n_dev", "n_test", "n_bins", "n_boot", "seed", *metrics,
+    assert set(rep) == {"method", "params", "n_dev", "n_test", "n_bins", "n_boot", "seed", "bins", "bins_calibrated", *metrics,
                         *(f"{m}_ci" for m in metrics)}
     assert rep["method"] == method and rep["n_test"] == 400
+    assert sum(rep["bins"]["counts"]) == sum(rep["bins_calibrated"]["counts"]) == 400
     for m in metrics:
         lo, hi = rep[f"{m}_ci"]
         assert lo <= rep[m] <= hi, m

@@ -22,7 +22,7 @@ METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5"
 WINDOWED = ("valid_cosine", "bm25_valid", "metadata_filter", "oracle")
 POWER_KEYS = {"split", "reference_system", "alpha", "power", "n_queries", "n_families", "icc", "mean_family_size",
               "design_effect", "n_effective", "reference_top1", "mde_top1", "mde_top1_at_50"}
-RUN_ROW_KEYS = {"query_id", "split", "category", "ranked", "scores", "confidence", "correct", "stale", "rumor"}
+RUN_ROW_KEYS = {"query_id", "split", "category", "family", "ranked", "scores", "confidence", "correct", "stale", "rumor"}
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -319,6 +319,12 @@ def _r(x) -> float | None:
     return round(float(x), DECIMALS)
 
 
+def _round_bins(bins: dict) -> dict:
+    return {**bins, "edges": [_r(e) for e in bins["edges"]],
+            "accuracy": [None if a is None else _r(a) for a in bins["accuracy"]],
+            "mean_confidence": [None if m is None else _r(m) for m in bins["mean_confidence"]]}
+
+
 def _round_params(params: dict) -> dict:
     return {k: [_r(v) for v in val] if isinstance(val, list) else _r(val) for k, val in params.items()}
 
@@ -327,7 +333,8 @@ def calibration_report(conf_dev, correct_dev, conf_test, correct_test, clusters_
                        n_bins: int = 10, n_boot: int = 1000, seed: int = 0) -> dict:
     """Fit ``method`` on dev, apply it to test, and score raw and calibrated test confidences.
 
-    Keys: ``method``, ``params`` (rounded), ``n_dev``, ``n_test``, ``n_bins``, ``n_boot``, ``seed``, and for
+    Keys: ``method``, ``params`` (rounded), ``n_dev``, ``n_test``, ``n_bins``, ``n_boot``, ``seed``, ``bins`` and
+    ``bins_calibrated`` (the test ECE bins of :func:`ece`, for reliability diagrams), and for
     each of ``ece``, ``brier``, ``auroc``, ``ece_calibrated``, ``brier_calibrated``, ``auroc_calibrated`` the
     point estimate and ``<key>_ci``, a 95% percentile cluster bootstrap over ``clusters_test``
     (:func:`cluster_bootstrap_ci`, same ``seed`` hence the same resamples for every metric, so raw and
@@ -353,6 +360,7 @@ def calibration_report(conf_dev, correct_dev, conf_test, correct_test, clusters_
     out: dict = {"method": cal.method, "params": _round_params(cal.params), "n_dev": int(cd.size),
                  "n_test": int(ct.size), "n_bins": int(n_bins), "n_boot": int(n_boot), "seed": int(seed)}
     for suffix, conf in (("", ct), ("_calibrated", ct_cal)):
+        out[f"bins{suffix}"] = _round_bins(ece(conf, yt, n_bins)[1])
         for name, fn in stats.items():
             out[f"{name}{suffix}"] = _r(fn(conf, yt))
             lo, hi = cluster_bootstrap_ci(fn, (conf, yt), clusters_test, n_boot=n_boot, seed=seed)
