@@ -39,12 +39,19 @@ def check_top(cfg: dict) -> None:
 
 
 def chosen_systems(cfg: dict) -> list[str]:
-    """``systems: all`` means every system that is both registered and configured."""
+    """``systems: all`` means every configured system whose ``kind`` (default: its name) is registered; so a
+    variant (``smartvector_soft``: kind smartvector, other settings) is a system of its own."""
     from .retrievers import registered
 
-    configured = list((cfg.get("retrievers") or {}).keys())  # the order of conf/config.yaml's list
+    retrievers = cfg.get("retrievers") or {}
+    configured = list(retrievers.keys())  # the order of conf/config.yaml's list
     known = registered()
-    allowed = [s for s in configured if s in known]
+
+    def kind(name):
+        node = retrievers.get(name)
+        return node.get("kind", name) if isinstance(node, dict) else name
+
+    allowed = [s for s in configured if kind(s) in known]
     wanted = cfg.get("systems", "all")
     if wanted == "all":
         return allowed

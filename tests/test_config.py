@@ -18,8 +18,9 @@ from .conftest import compose_config
 
 GROUPS = ("dataset", "embedder", "retriever", "weights", "experiment")
 # benchmark v2: the systems of conf/config.yaml, in its order
-SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
-           "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
+SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_soft",
+           "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
+VARIANTS = {"smartvector_soft": "smartvector", "smartvector_ref_soft": "smartvector_ref"}  # name -> kind
 # experiment presets that run another experiment under its own name without a `preset` key
 RUNS_AS = {"main_large": "main"}
 
@@ -57,7 +58,10 @@ def test_every_system_builds_with_every_weight_preset(weights):
 
 
 def test_every_configured_retriever_is_registered_and_vice_versa():
-    assert _options("retriever") == registered()
+    cfg = compose_config()
+    kinds = {name: cfg["retrievers"][name]["kind"] for name in _options("retriever")}
+    assert kinds == {name: VARIANTS.get(name, name) for name in kinds}  # a variant is a kind's other settings
+    assert sorted(set(kinds.values())) == registered()
 
 
 @pytest.mark.parametrize("option", _options("experiment"))
@@ -81,11 +85,11 @@ def test_main_large_is_main_on_the_large_profile():
     assert main["dataset"]["name"] == "versioned_policies"
     assert large["dataset"]["n_families"] > main["dataset"]["n_families"]
     params_from_config(large["dataset"])
-    # same evaluator settings as main; every system but smartvector_ref (its all-pairs consolidation is
+    # same evaluator settings as main; every system but smartvector_ref and its soft variant (all-pairs consolidation is
     # quadratic in the corpus, see conf/experiment/main_large.yaml)
     assert large["experiment"] == main["experiment"]
     assert chosen_systems(main) == SYSTEMS
-    assert chosen_systems(large) == [s for s in SYSTEMS if s != "smartvector_ref"]
+    assert chosen_systems(large) == [s for s in SYSTEMS if not s.startswith("smartvector_ref")]
     assert {k: v for k, v in large["dataset"].items() if k not in ("name", "n_families")} == \
         {k: v for k, v in main["dataset"].items() if k not in ("name", "n_families")}
 
@@ -116,7 +120,8 @@ def test_same_dataset_keys_mean_the_same_to_both_apps():
 def test_systems_selection():
     cfg = compose_config()
     everything = chosen_systems(cfg)
-    assert sorted(everything) == registered() == sorted(SYSTEMS)
+    assert sorted({VARIANTS.get(s, s) for s in everything}) == registered()
+    assert sorted(everything) == sorted(SYSTEMS)
     assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the order of conf/config.yaml's list
     assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
     assert chosen_systems(compose_config(["systems=[oracle,metadata_filter,bm25]"])) == \

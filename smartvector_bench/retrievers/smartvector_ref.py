@@ -88,6 +88,7 @@ class RefParams:
     include_dormant: bool = False
     consolidation_schedule: str = choice("before_each_ingest", "serve_time_only")
     patch_conflict_vote: bool = True
+    status_filter: bool = True  # false: the soft variant, DEPRECATED / ARCHIVED vectors are scored like the rest
 
 
 def naive(days: float) -> datetime:
@@ -119,6 +120,27 @@ def frozen_clock(when: datetime) -> Iterator[None]:
     finally:
         for m, original in zip(mods, saved):
             m.datetime = original
+
+
+@contextlib.contextmanager
+def statuses_lifted(db, enabled: bool) -> Iterator[None]:
+    """While the block runs, DEPRECATED and ARCHIVED vectors read as ACTIVE, so ``db.query`` (which skips
+    them) scores them with its four signals like any other; their statuses are restored afterwards. The
+    package's score never reads the status, so this turns off its status filter and nothing else."""
+    from smartvector.models import VectorStatus
+
+    if not enabled:
+        yield
+        return
+    hidden = (VectorStatus.DEPRECATED, VectorStatus.ARCHIVED)
+    lifted = [(v, v.status) for v in db.vectors.values() if v.status in hidden]
+    try:
+        for v, _ in lifted:
+            v.status = VectorStatus.ACTIVE
+        yield
+    finally:
+        for v, status in lifted:
+            v.status = status
 
 
 @contextlib.contextmanager
@@ -281,7 +303,7 @@ class SmartVectorRef:
                 raise BenchError(f"{self.where}: query {row} has no text (the reference implementation ranks by "
                                  "keyword overlap of the query text)")
             at = naive(as_of[row])
-            with frozen_clock(at):
+            with frozen_clock(at), statuses_lifted(self.db, not self.params.status_filter):
                 results = self.db.query(text, top_k=k, include_dormant=self.params.include_dormant,
                                         reference_time=at)
             for r, res in enumerate(results[:k]):
@@ -315,6 +337,8 @@ class SmartVectorRef:
                            if p.reported_confidence == "final_score"
                            else "top-1 confidence_score (package live confidence at as_of)"),
             "include_dormant": p.include_dormant,
+            "status_filter": (p.status_filter and "DEPRECATED and ARCHIVED vectors are not returned (the package)"
+                              or "off: DEPRECATED and ARCHIVED vectors are scored like the rest (soft variant)"),
             "consolidation_schedule": p.consolidation_schedule,
         }
         if hasattr(self, "db"):
