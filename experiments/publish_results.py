@@ -19,7 +19,7 @@ that experiment, leaves its previous publication untouched and makes the exit co
 
 Sweeps are not run here: a preset's folder made by the sweeps presets (``smartvector-bench -m
 experiment=<preset>``, collected by ``smartvector-collect``) is published from ``multirun/<preset>/``
-(``tidy.csv``, ``tidy.provenance.json``, ``summary.json``) into ``results/<preset>/`` when it exists and every
+(``tidy.csv``, ``tidy.provenance.json``, ``summary.json``, ``queries.csv``) into ``results/<preset>/`` when it exists and every
 planned job completed (``--allow-incomplete`` to publish a partial sweep). ``--sweeps auto`` (the default
 without ``--only``) publishes every preset folder found and skips, with a warning, those still incomplete;
 a preset named explicitly that is missing or incomplete is an error (exit 1). ``--sweeps none``: none.
@@ -49,7 +49,7 @@ PROG = "publish_results"
 PUBLISH_SCHEMA = "1.0"
 MULTIRUN_DIR = REPO / "multirun"
 SWEEP_REQUIRED = ("tidy.csv", "tidy.provenance.json")
-SWEEP_OPTIONAL = ("summary.json",)
+SWEEP_OPTIONAL = ("summary.json", "queries.csv")
 PROVENANCE_FILE = "PROVENANCE.json"
 
 

@@ -43,14 +43,14 @@ def hydra_config(overrides: list[str]):
 
 # --- presets -------------------------------------------------------------------------------------------------
 
-RATES = [round(0.05 * i, 2) for i in range(16)]
+RATES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75]
 PRESETS = {
     # preset: (jobs, swept keys, systems)
     "seeds": (5, ["dataset.seed"], "all"),
-    "contradiction_sweep": (48, ["dataset.contradiction_rate", "dataset.seed"],
-                            ["plain_cosine", "valid_cosine", "smartvector", "livevectorlake", "kg_smartvector",
-                             "oracle"]),
-    "ablation": (27, ["weights", "dataset.seed"], ["plain_cosine", "valid_cosine", "smartvector"]),
+    "contradiction_sweep": (45, ["dataset.contradiction_rate", "dataset.seed"],
+                            ["plain_cosine", "valid_cosine", "smartvector", "smartvector_soft", "livevectorlake",
+                             "kg_smartvector", "oracle"]),
+    "ablation": (45, ["weights", "dataset.seed"], ["plain_cosine", "valid_cosine", "smartvector"]),
     "tune": (128, ["retrievers.smartvector.weights.semantic", "retrievers.smartvector.weights.temporal",
                    "retrievers.smartvector.weights.confidence", "retrievers.smartvector.weights.relational"],
              ["smartvector"]),

@@ -6,6 +6,9 @@ from ``hydra.sweeper.params`` and the recorded task overrides exactly as Hydra's
 ``.hydra/overrides.yaml``, ``metrics.json`` and ``job_status.json``. Writes, atomically:
 
 - ``tidy.csv``: one row per job x system x split (a job without usable metrics: one row, metrics empty);
+- ``queries.csv``: one row per usable job x system x query, from the job's ``run_<system>.jsonl``: split,
+  family, category, correct / stale / rumor (0/1) and the top-1 confidence (empty when missing), so that
+  paired tests pooled over seeds and calibration maps can be computed from the stored sweep alone;
 - ``tidy.provenance.json``: schema version, sweep, preset, git sha(s), package versions, jobs by status, params;
 - ``summary.json``: job counts, the failed and missing jobs, and what the preset needs (see ``summarise``).
 
@@ -44,6 +47,9 @@ SCHEMA_VERSION = "1.0"
 PROG = "smartvector-collect"
 TIDY = "tidy.csv"
 TIDY_PROVENANCE = "tidy.provenance.json"
+QUERIES = "queries.csv"
+QUERY_COLUMNS = ("dataset_seed", "system", "query_id", "split", "family", "category", "correct", "stale", "rumor",
+                 "confidence")
 SUMMARY = "summary.json"
 METRICS_FILE = "metrics.json"
 
@@ -354,6 +360,29 @@ def tidy_rows(c: Collection) -> tuple[list[str], list[dict]]:
     return header, rows
 
 
+def query_rows(c: Collection) -> tuple[list[str], list[dict]]:
+    """Per-query outcomes of every usable job, from its run files (see the module docstring)."""
+    import json
+
+    header = ["job", "job_dir"] + list(c.plan.swept_keys) + list(QUERY_COLUMNS)
+    rows = []
+    for r in _usable(c):
+        base = {"job": r.job.num, "job_dir": _rel(r.folder, c.sweep_dir), **r.job.swept,
+                "dataset_seed": (r.metrics.get("dataset") or {}).get("seed")}
+        for system in sorted(r.metrics["systems"]):
+            path = r.folder / f"run_{system}.jsonl"
+            if not path.is_file():  # a job folder trimmed by hand: its tidy rows stand, it has no query rows
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+                q = json.loads(line)
+                conf = q.get("confidence")
+                rows.append({**base, "system": system, "query_id": q["query_id"], "split": q["split"],
+                             "family": q.get("family"), "category": q.get("category"),
+                             "correct": int(bool(q["correct"])), "stale": int(bool(q["stale"])),
+                             "rumor": int(bool(q["rumor"])), "confidence": conf})
+    return header, rows
+
+
 def _csv_text(header: list[str], rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=header, lineterminator="\n", extrasaction="raise")
@@ -557,7 +586,9 @@ def write_outputs(c: Collection) -> dict:
     atomic_write_text(c.sweep_dir / TIDY, _csv_text(header, rows))
     atomic_write_json(c.sweep_dir / TIDY_PROVENANCE, tidy_provenance(c, len(rows)))
     atomic_write_json(c.sweep_dir / SUMMARY, summary)
-    for name in (TIDY, TIDY_PROVENANCE, SUMMARY):
+    q_header, q_rows = query_rows(c)
+    atomic_write_text(c.sweep_dir / QUERIES, _csv_text(q_header, q_rows))
+    for name in (TIDY, TIDY_PROVENANCE, SUMMARY, QUERIES):
         _readable(c.sweep_dir / name)
     return {"rows": len(rows), "summary": summary}
 
@@ -604,7 +635,7 @@ def report(c: Collection, summary: dict, n_rows: int) -> str:
                          f"({', '.join(g['columns']['values'])})")
             for v, row in zip(g["rows"]["values"], per["top1"]):
                 lines.append(f"  {v:>4}: " + " ".join(f"{_pct(x):>6}" for x in row))
-    lines.append(f"wrote {c.sweep_dir / TIDY} ({n_rows} rows), {SUMMARY}, {TIDY_PROVENANCE}")
+    lines.append(f"wrote {c.sweep_dir / TIDY} ({n_rows} rows), {SUMMARY}, {TIDY_PROVENANCE}, {QUERIES}")
     return "\n".join(lines)
 
 
