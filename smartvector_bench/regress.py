@@ -103,7 +103,8 @@ class Experiment:
 
 
 EXPERIMENTS: dict[str, Experiment] = {
-    "main": Experiment("main", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl")),
+    "main": Experiment("main", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec",
+                                              "qrels_*.trec")),
     "reembed_cost": Experiment("reembed_cost", "reembed_cost.json", ("reembed_cost.json", "table.md")),
     "feedback_loop": Experiment("feedback_loop", "feedback_loop.json",
                                 ("feedback_loop.json", "feedback_loop.csv", "table.md"),
@@ -112,7 +113,8 @@ EXPERIMENTS: dict[str, Experiment] = {
     "lvl_eval": Experiment("lvl_eval", "lvl_eval.json", ("lvl_eval.json", "table.md", "lvl_eval_*.csv"),
                            regress=False),
     # The main table on the large profile (1,150 queries, every system but smartvector_ref): about 3 minutes.
-    "main_large": Experiment("main_large", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl")),
+    "main_large": Experiment("main_large", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec",
+                                                          "qrels_*.trec")),
     # Ten generated datasets (5 seeds x 2 profiles): published by `make results`, checked from results/.
     "shortcut_audit": Experiment("shortcut_audit", "shortcut_audit.json",
                                  ("shortcut_audit.json", "shortcut_audit.csv", "table.md"),
