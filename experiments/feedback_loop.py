@@ -33,7 +33,7 @@ from smartvector_bench.errors import BenchError
 from smartvector_bench.evaluator import evaluate_split, judge
 from smartvector_bench.index import FlatIndex
 from smartvector_bench.lifecycle import Status
-from smartvector_bench.metrics import mcnemar_exact
+from smartvector_bench.metrics import mcnemar_exact, paired_cluster_permutation_test
 from smartvector_bench.provenance import provenance
 from smartvector_bench.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
 from smartvector_bench.retrievers import build_retriever
@@ -205,6 +205,11 @@ def _series_summary(rows: list[dict], split: str) -> dict:
     return out
 
 
+def _p6(p: float) -> float:
+    """A p-value to 6 significant digits (rounding to 6 decimals would turn p < 5e-7 into 0)."""
+    return float(f"{float(p):.6g}")
+
+
 def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, seed: int, now: float) -> dict:
     """Per system on the evaluation split (families never given feedback), plus ``in_sample``: the same on the
     feedback split (the same questions asked again by the users who gave the feedback)."""
@@ -216,10 +221,17 @@ def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, s
         q_t = last_round["queries"]
         mask = _split_mask(q_t.split, p.eval_split)
         correct = {name: judge(r, q_t)["correct"][mask] for name, r in last_round["runs"].items()}
+        families = np.asarray(q_t.family, dtype=object)[mask]
         for name in ("smartvector_frozen", "plain_cosine"):
             test = mcnemar_exact(correct[name], correct["smartvector_live"])
             out.setdefault("last_round_mcnemar_live_vs", {})[name] = {
-                k: (round(v, 6) if isinstance(v, float) else v) for k, v in test.items()}
+                k: (_p6(v) if k == "p_value" else round(v, 6) if isinstance(v, float) else v) for k, v in test.items()}
+            # families as the unit: the queries of one family share their answers, so they are not independent
+            perm = paired_cluster_permutation_test(correct[name], correct["smartvector_live"], families,
+                                                   n_resamples=10000, seed=seed)
+            out.setdefault("last_round_permutation_live_vs", {})[name] = {
+                "p_value": _p6(perm["p_value"]), "statistic": round(float(perm["statistic"]), 6),
+                "n_clusters": int(perm["n_clusters"]), "n": int(perm["n"]), "exact": bool(perm["exact"])}
     return out
 
 
@@ -281,5 +293,9 @@ def _table(result: dict, summary: dict) -> str:
         lines.append("Last round, exact McNemar p of smartvector_live vs: " + ", ".join(
             f"{k} {_p(v['p_value'])} (live right / other wrong: {v['c']}, other right / live wrong: {v['b']})"
             for k, v in mc.items()) + ".")
+    perm = summary.get("last_round_permutation_live_vs", {})
+    if perm:
+        lines.append("Paired cluster permutation p (families as the unit) of smartvector_live vs: " + ", ".join(
+            f"{k} {_p(v['p_value'])} ({v['n_clusters']} families)" for k, v in perm.items()) + ".")
     lines += ["", "Per-round figures: feedback_loop.csv (plot top1 against days_from_now per system).", ""]
     return "\n".join(lines)
