@@ -99,25 +99,48 @@ def write(root: Path, rel: str, obj) -> Path:
     return path
 
 
-def top1_row(results: Path) -> tuple[str, str, str, str]:
-    return [r for r in claims.main_claims(results) if r[0].startswith("top-1")][0]
+def claim_row(results: Path, prefix: str):
+    """``(claim, Verdict)`` of the main-table claim starting with ``prefix``."""
+    return [r for r in claims.main_claims(results) if r[0].startswith(prefix)][0]
+
+
+def top1_row(results: Path):
+    return claim_row(results, "top-1")
+
+
+def write_seeds(root: Path, k: dict, seeds=(1, 2, 3, 4, 5), summary: dict | None = None, confidence=None) -> Path:
+    """results/seeds/queries.csv (written as CSV, empty confidence cells included) and a complete summary."""
+    from tests.test_verdicts import complete, frame
+
+    def outcome(system, q, **_):
+        conf = "" if confidence is None else confidence(system, q < k[system])
+        return {"correct": q < k[system], "stale": q >= k.get(f"{system}:stale", 8), "confidence": conf}
+
+    path = root / "seeds" / "queries.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    frame(outcome, tuple(s for s in k if ":" not in s), seeds=seeds).to_csv(path, index=False)
+    write(root, "seeds/summary.json", complete(len(seeds)) if summary is None else summary)
+    return path
 
 
 # -- the claims table ------------------------------------------------------------------------------------------
 
 def test_table_from_the_committed_results_has_a_verdict_per_claim():
     text = claims.table(REPO / "results")
+    assert text.splitlines()[0] == "| claim | ours (from results/) | test | p | verdict | rule |"
     rows = [r for r in text.splitlines()[2:] if r.startswith("|")]
-    assert len(rows) >= 10
-    verdicts = ("**holds**", "**partly**", "**does not hold**", "not measured")
+    assert len(rows) >= 14
+    verdicts = ("**holds**", "**partly**", "**does not hold**", "**not measured")
     assert all(any(v in r for v in verdicts) for r in rows), text
 
 
 def test_missing_results_are_reported_not_invented(tmp_path):
     text = claims.table(tmp_path)
-    assert "not measured (missing main/metrics.json)" in text
-    assert "not measured (missing reembed_cost/reembed_cost.json)" in text
-    assert "**holds**" not in text
+    for rel in ("seeds/queries.csv", "contradiction_sweep/queries.csv", "ablation/queries.csv",
+                "reembed_cost/reembed_cost.json", "feedback_loop/feedback_loop.json", "lvl_eval/lvl_eval.json"):
+        assert f"not measured (missing {rel})" in text
+    assert "main/metrics.json missing" in text
+    assert "**holds**" not in text and "**partly**" not in text and "**does not hold**" not in text
     texts = claims.sections(tmp_path)
     assert set(SECTIONS) <= set(texts)  # claims.py may add sections; these must be there
     for name, rel in MISSING.items():
@@ -126,49 +149,71 @@ def test_missing_results_are_reported_not_invented(tmp_path):
         assert texts[name].startswith("not measured (missing "), name
 
 
-def test_verdict_follows_the_numbers(tmp_path):
-    path = write(tmp_path, "main/metrics.json", metrics())
-    row = top1_row(tmp_path)
-    assert row[2] == "does not hold"  # 22.9% -> 27.1%, p = 0.7
-    assert "valid_cosine (validity window + cosine) 57.1%" in row[1]
-    assert "the paper's own package" in row[1]  # smartvector_ref is in the main run
-    m = json.loads(path.read_text())
-    sv = m["systems"]["smartvector"]["test"]
-    sv["top1"], sv["mcnemar_p"] = 0.62, 0.0001  # the paper's figure, significant: the rule says holds
-    path.write_text(json.dumps(m))
-    assert top1_row(tmp_path)[2] == "holds"
-    sv["top1"], sv["mcnemar_p"] = 0.30, 0.01  # significantly higher, not 1.5x: partly
-    path.write_text(json.dumps(m))
-    assert top1_row(tmp_path)[2] == "partly"
-
-
-def test_seeds_and_large_profile_join_the_top1_row(tmp_path):
+def test_hand_made_files_without_queries_csv_are_not_measured(tmp_path):
+    """The fixture files have no per-query outcomes: the pooled rules say so, whatever the seed-42 figures."""
     write(tmp_path, "main/metrics.json", metrics())
-    assert "seeds:" not in top1_row(tmp_path)[1] and "large profile" not in top1_row(tmp_path)[1]
+    write(tmp_path, "main_large/metrics.json", metrics(large=True))
     write(tmp_path, "seeds/summary.json", seeds_summary())
-    write(tmp_path, "main_large/metrics.json", metrics(large=True, systems=[s for s in SYSTEMS
-                                                                            if s != "smartvector_ref"]))
-    ours = top1_row(tmp_path)[1]
-    assert "3 seeds: 10.0% -> 30.0% (sd 3.0%)" in ours
-    assert "large profile (574 test queries): 22.9% [14.9, 30.9] -> 27.1% [19.1, 35.1]" in ours
+    for claim, v in claims.main_claims(tmp_path) + claims.sweep_claims(tmp_path):
+        assert v.verdict.startswith("not measured (missing ") and "queries.csv" in v.verdict, claim
+        assert v.p_value is None
+    claim, v = top1_row(tmp_path)
+    assert v.verdict == "not measured (missing seeds/queries.csv)"
+    assert "valid_cosine (validity window + cosine) 57.1%" in v.figure
+    assert "the paper's own package" in v.figure  # smartvector_ref is in the main run
+    assert ("seed 42 (70 test queries): 22.9% [14.9, 30.9] -> 27.1% [19.1, 35.1] (McNemar p 0.7, cluster "
+            "permutation p 0.75)") in v.figure
+    assert "large profile, seed 42 (574 test queries): 22.9% [14.9, 30.9] -> 27.1% [19.1, 35.1]" in v.figure
+    row = [r for r in claims.table(tmp_path).splitlines() if r.startswith("| top-1")][0]
+    cells = [c.strip() for c in row.strip("|").split(" | ")]
+    assert len(cells) == 6 and cells[3] == "-" and cells[4] == "**not measured (missing seeds/queries.csv)**"
+    assert cells[2].startswith("paired cluster sign-flip permutation") and "p < 0.05" in cells[2]
+
+
+def test_verdict_follows_the_pooled_numbers(tmp_path):
+    write(tmp_path, "main/metrics.json", metrics())
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5})
+    claim, v = top1_row(tmp_path)
+    assert v.verdict == "holds" and v.p_value < 0.001
+    assert v.figure.startswith("5 seeds pooled (240 test queries): 25.0% -> 62.5% (x2.50, +37.5 pts)")
+    row = [r for r in claims.table(tmp_path).splitlines() if r.startswith("| top-1")][0]
+    assert "| < 1e-4 | **holds** |" in row or f"| {v.p_value:.2g} | **holds** |" in row
+    write_seeds(tmp_path, {"plain_cosine": 4, "smartvector": 5})  # significantly higher, not 1.5x
+    assert top1_row(tmp_path)[1].verdict == "partly"
+    write_seeds(tmp_path, {"plain_cosine": 5, "smartvector": 5})
+    assert top1_row(tmp_path)[1].verdict == "does not hold"
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5}, seeds=(1, 2, 3))  # as many seeds as before
+    assert top1_row(tmp_path)[1].verdict.startswith("not measured (3 seed(s) with both")
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5}, summary=seeds_summary())  # no completeness keys
+    assert top1_row(tmp_path)[1].verdict.startswith("not measured (incomplete seeds sweep")
 
 
 def test_stale_rate_wording_and_verdict(tmp_path):
-    path = write(tmp_path, "main/metrics.json", metrics())
-    row = [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0]
-    # v2: superseded versions are excluded, lagging sources still in force remain (4.3%, not 0)
-    assert row[1].startswith("30.0% -> 4.3%") and "lagging sources still in force" in row[1]
-    assert "by construction" not in row[1]
-    assert row[2] == "holds"  # 4.3% [0, 9.3] below 30.0% [25, 35]
-    m = json.loads(path.read_text())
-    sv = m["systems"]["smartvector"]["test"]
-    sv["stale_rate"], sv["stale_rate_ci"] = 0.0, [0.0, 0.0]
-    path.write_text(json.dumps(m))
-    row = [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0]
-    assert "0 by construction" in row[1] and row[2] == "holds"
-    sv["stale_rate"], sv["stale_rate_ci"] = 0.28, [0.2, 0.36]  # lower, intervals overlap: partly
-    path.write_text(json.dumps(m))
-    assert [r for r in claims.main_claims(tmp_path) if r[0].startswith("stale-answer rate")][0][2] == "partly"
+    k = {"plain_cosine": 2, "smartvector": 5, "smartvector_soft": 5, "plain_cosine:stale": 6,
+         "smartvector_soft:stale": 7}
+    write_seeds(tmp_path, k)
+    claim, v = claim_row(tmp_path, "stale-answer rate")
+    assert v.verdict == "holds"
+    assert v.figure.startswith("5 seeds pooled: plain_cosine 25.0% -> smartvector_soft 12.5%")
+    assert "hard smartvector 0.0% (0 by construction (status filter))" in v.figure
+    write_seeds(tmp_path, {**k, "smartvector:stale": 7})  # hard variant keeps lagging sources: not 0
+    claim, v = claim_row(tmp_path, "stale-answer rate")
+    assert "by construction" not in v.figure and "what remains are lagging sources" in v.figure
+    write_seeds(tmp_path, {**k, "smartvector_soft:stale": 6})  # the soft variant is as stale as plain
+    assert claim_row(tmp_path, "stale-answer rate")[1].verdict == "does not hold"
+    write_seeds(tmp_path, {s: v for s, v in k.items() if not s.startswith("smartvector_soft")})
+    assert claim_row(tmp_path, "stale-answer rate")[1].verdict == \
+        "not measured (no rows of smartvector_soft (split test))"
+
+
+def test_ece_row_reads_confidences_from_the_csv(tmp_path):
+    conf = {"plain_cosine": lambda ok: 0.9, "smartvector": lambda ok: 0.8 if ok else 0.1}
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 2}, confidence=lambda s, ok: conf[s](ok))
+    claim, v = claim_row(tmp_path, "calibration error")
+    assert v.verdict == "holds" and "ECE 0.650 -> 0.125" in v.figure and "AUROC 0.500 -> 1.000" in v.figure
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 2})  # every confidence missing: 0.0 for both
+    claim, v = claim_row(tmp_path, "calibration error")
+    assert v.verdict == "does not hold" and "ECE 0.250 -> 0.250" in v.figure
 
 
 # -- the other generated sections ------------------------------------------------------------------------------
