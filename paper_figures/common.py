@@ -60,14 +60,15 @@ PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-
 # family, the peers, then the metadata filter and the label-reading oracle); the feedback loop's live and
 # frozen SmartVector follow. Unknown names come after these, sorted.
 SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector",
-                "smartvector_ref", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle",
+                "smartvector_soft", "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle",
                 "smartvector_live", "smartvector_frozen")
 # Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
 BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine")
 CEILINGS = ("oracle",)
 CEILING_HATCH = "////"
 PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
-           "recent_cosine": "#e377c2", "smartvector": "#1f77b4", "smartvector_ref": "#9467bd",
+           "recent_cosine": "#e377c2", "smartvector": "#1f77b4", "smartvector_soft": "#6baed6",
+           "smartvector_ref": "#9467bd", "smartvector_ref_soft": "#c5b0d5",
            "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "metadata_filter": "#8c564b",
            "oracle": "#393b79", "smartvector_live": "#1f77b4", "smartvector_frozen": "#aec7e8"}
 EXTRA_COLOURS = ("#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1", "#e6550d")

@@ -1,9 +1,12 @@
 """Reliability diagrams (test split), one panel per system in the main table's order (baselines, the SmartVector
 family, the peers, the metadata filter, the label-reading oracle): per confidence bin, the accuracy of the
 top-1 answer against the bin's mean reported confidence, with the bin counts and the diagonal of perfect
-calibration; the panel title gives the ECE with its 95% cluster bootstrap interval over policy families.
+calibration; the panel title gives the ECE with its 95% cluster bootstrap interval over policy families. Where
+the results hold a calibration map fitted on dev (``calibration.<system>.platt``), the same test queries after
+the map are drawn over it (black crosses at each calibrated bin's mean confidence and accuracy) and the title
+adds the calibrated ECE: raw ECE mixes the score's scale with how well it ranks; the calibrated one does not.
 
-Input: ``results/main/metrics.json`` (``ece_bins``). Output: ``fig_reliability.png`` / ``fig_reliability.pdf``.
+Input: ``results/main/metrics.json`` (``ece_bins``, ``calibration``). Output: ``fig_reliability.png`` / ``fig_reliability.pdf``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ except ImportError:
 
 NAME = "fig_reliability"
 INPUT = Path("main") / "metrics.json"
+CALIBRATION = "platt"  # the map drawn over the raw bins
 SPLIT = "test"
 NCOLS = 4
 
@@ -41,7 +45,15 @@ def load(path: Path) -> tuple[list[str], dict]:
             "conf": c.get_list(m, path, *keys, "ece_bins", "mean_confidence", length=nb),
             "ece": c.get_num(m, path, *keys, "ece", allow_none=True),
             "ece_ci": c.get_interval(m, path, *keys, "ece_ci"),
+            "calibrated": None,
         }
+        cal = ((m.get("calibration") or {}).get(s) or {}).get(CALIBRATION)
+        if cal is not None:
+            ckeys = ("calibration", s, CALIBRATION)
+            data[s]["calibrated"] = {
+                "accuracy": c.get_list(m, path, *ckeys, "bins_calibrated", "accuracy", length=nb),
+                "conf": c.get_list(m, path, *ckeys, "bins_calibrated", "mean_confidence", length=nb),
+                "ece": c.get_num(m, path, *ckeys, "ece_calibrated", allow_none=True)}
     return systems, data, c.split_counts(m, path, systems, SPLIT)
 
 
@@ -73,11 +85,19 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
                 ax.plot([conf], [acc], marker="o", ms=3.5, color=col[s], zorder=3)
             ax.text((a + b) / 2, 1.03, f"{int(n)}", ha="center", va="bottom", fontsize=6, color="#555555",
                     zorder=4)
+        cal = d["calibrated"]
+        if cal is not None:
+            pts = [(x, y) for x, y in zip(cal["conf"], cal["accuracy"]) if not (math.isnan(x) or math.isnan(y))]
+            if pts:
+                ax.plot(*zip(*pts), ls=":", lw=0.8, marker="x", ms=4, color="black", zorder=5,
+                        label=f"after {CALIBRATION} (dev-fitted)")
         ece, (elo, ehi) = d["ece"], d["ece_ci"]
         name = f"{s} (reads labels)" if s in c.CEILINGS else s
         title = f"{name}\nECE {ece:.3f}" if not math.isnan(ece) else f"{name}\nECE n/a"
         if not (math.isnan(elo) or math.isnan(ehi)):
             title += f" [{elo:.3f}, {ehi:.3f}]"
+        if cal is not None and not math.isnan(cal["ece"]):
+            title += f"; {CALIBRATION} {cal['ece']:.3f}"
         ax.set_title(title)
         ax.set_xlim(lo_e, hi_e)
         ax.set_ylim(0, 1.1)
@@ -93,7 +113,8 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     counts = c.count_phrase(n, n_fam)
     fig.suptitle(f"Reliability, test split{' (' + counts + ')' if counts else ''}: bars = bin accuracy, dots at "
                  "the bin's mean confidence, grey numbers on top = queries per bin; dashed = perfect calibration\n"
-                 f"ECE in brackets: {c.CLUSTER_CI_ONE}", fontsize=8.5)
+                 f"black crosses = the same queries after a {CALIBRATION} map fitted on dev (its ECE last in the "
+                 f"title); ECE in brackets: {c.CLUSTER_CI_ONE}", fontsize=8.5)
     return c.save(fig, out_dir, NAME)
 
 
