@@ -215,6 +215,49 @@ def _oracle_section(results: Path) -> str:
     return ("\n".join(out) if any_rows else "not measured (missing run files)") + "\n"
 
 
+def _sweep_seed(results: Path, preset: str) -> str:
+    """The dataset seed(s) of a stored sweep, from its tidy.csv (so a table never claims more seeds than ran)."""
+    import csv
+
+    path = results / preset / "tidy.csv"
+    with path.open(encoding="utf-8", newline="") as fh:
+        seeds = sorted({row["dataset_seed"] for row in csv.DictReader(fh) if row.get("dataset_seed")}, key=int)
+    return ", ".join(seeds) or "-"
+
+
+def _half_life_section(results: Path) -> str:
+    doc = _load(results, "half_life/summary.json")
+    if doc is None or not doc["results"].get("systems"):
+        return "not measured (missing half_life/summary.json)\n"
+    g = doc["results"]
+    out = [f"Test top-1 of smartvector on dataset seed {_sweep_seed(results, 'half_life')} (`results/half_life/`): "
+           f"rows `{g['rows']['key']}`, columns `{g['columns']['key']}` (days; the paper's constants are 30 and "
+           "30). One seed and the default profile's six test families: read it as the shape of the sensitivity, "
+           "not as a tuned result (the held-out tuning is `results/tune/`).", "",
+           "| temporal \\ confidence | " + " | ".join(g["columns"]["values"]) + " |",
+           "|---|" + "---|" * len(g["columns"]["values"])]
+    for name, per in g["systems"].items():
+        for value, row in zip(g["rows"]["values"], per["top1"]):
+            out.append(f"| {value} | " + " | ".join(_pct(x) for x in row) + " |")
+    return "\n".join(out) + "\n"
+
+
+def _tune_section(results: Path) -> str:
+    doc = _load(results, "tune/summary.json")
+    w = (doc or {}).get("results", {}).get("winner")
+    if not w:
+        return "not measured (missing tune/summary.json)\n"
+    r = doc["results"]
+    t = w["test"]
+    ci = t.get("top1_ci") or [None, None]
+    ci_text = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
+    note = "" if r["final"] else " (provisional: not every planned job completed)"
+    return (f"Held-out tuning of {r['system']}'s weights (`results/tune/`, dataset seed {_sweep_seed(results, 'tune')}, "
+            f"{r['n_candidates']} of {r['n_planned']} grid points): chosen by dev top-1 {_pct(w['dev']['top1'])} "
+            f"({r['selection']}): `{w['overrides']}`; its test top-1 is {_pct(t['top1'])}{ci_text}, stale rate "
+            f"{_pct(t.get('stale_rate'))}, ECE {t.get('ece'):.3f}{note}.\n")
+
+
 def sections(results: Path) -> dict[str, str]:
     """Every generated README section, by marker name."""
     return {"claims": table(results), "main": _main_section(results, "main/metrics.json"),
@@ -222,7 +265,8 @@ def sections(results: Path) -> dict[str, str]:
             "seeds": _seeds_section(results), "oracle": _oracle_section(results),
             "reembed": _rendered(results, "reembed_cost/reembed_cost.json", "experiments.reembed_cost", "render", 2),
             "feedback": _rendered(results, "feedback_loop/feedback_loop.json", "experiments.feedback_loop", "_table",
-                                  2)}
+                                  2),
+            "half_life": _half_life_section(results), "tune": _tune_section(results)}
 
 
 def write_readme(readme: Path, texts: dict[str, str] | str) -> None:

@@ -16,12 +16,13 @@ spec = importlib.util.spec_from_file_location("claims", REPO / "paper_figures" /
 claims = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(claims)
 
-SECTIONS = ("claims", "main", "main_large", "seeds", "audit", "reembed", "feedback")
+SECTIONS = ("claims", "main", "main_large", "seeds", "audit", "reembed", "feedback", "half_life", "tune")
 SYSTEMS = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
            "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
 MISSING = {"main": "main/metrics.json", "main_large": "main_large/metrics.json",
            "audit": "shortcut_audit/shortcut_audit.json", "seeds": "seeds/summary.json",
-           "reembed": "reembed_cost/reembed_cost.json", "feedback": "feedback_loop/feedback_loop.json"}
+           "reembed": "reembed_cost/reembed_cost.json", "feedback": "feedback_loop/feedback_loop.json",
+           "half_life": "half_life/summary.json", "tune": "tune/summary.json"}
 MARKER = re.compile(r"<!-- ([A-Za-z0-9_]+):start -->")
 
 
@@ -253,6 +254,24 @@ def test_seeds_section(tmp_path):
     assert "| valid_cosine | 20.0% (3.0) | 20.0% (3.0) | 20.0% (3.0) | 0.200 (0.030) |" in text
     assert [line.split(" | ")[0].lstrip("| ") for line in text.splitlines() if line.startswith("| ")][1:] == [
         "plain_cosine", "valid_cosine", "smartvector", "oracle"]
+
+
+def test_half_life_and_tune_sections_quote_the_stored_grid_and_winner(tmp_path):
+    grid = {"rows": {"key": "retrievers.smartvector.temporal.half_life_days", "values": ["7", "30"]},
+            "columns": {"key": "retrievers.smartvector.confidence.half_life_days", "values": ["7", "30"]},
+            "split": "test", "systems": {"smartvector": {"top1": [[0.1, 0.2], [0.3, 0.45]], "ece": [[0, 0], [0, 0]]}}}
+    write(tmp_path, "half_life/summary.json", {"results": grid})
+    (tmp_path / "half_life" / "tidy.csv").write_text("job,dataset_seed\n0,42\n1,42\n", encoding="utf-8")
+    text = claims.sections(tmp_path)["half_life"]
+    assert "dataset seed 42" in text
+    assert "| 7 | 10.0% | 20.0% |" in text and "| 30 | 30.0% | 45.0% |" in text
+    winner = {"overrides": "w=1", "dev": {"top1": 0.5}, "test": {"top1": 0.4, "top1_ci": [0.3, 0.5],
+                                                                   "stale_rate": 0.1, "ece": 0.2}}
+    write(tmp_path, "tune/summary.json", {"results": {"system": "smartvector", "winner": winner, "final": False,
+                                                      "n_candidates": 3, "n_planned": 4, "selection": "dev"}})
+    (tmp_path / "tune" / "tidy.csv").write_text("job,dataset_seed\n0,42\n", encoding="utf-8")
+    text = claims.sections(tmp_path)["tune"]
+    assert "3 of 4 grid points" in text and "test top-1 is 40.0% [30.0, 50.0]" in text and "provisional" in text
 
 
 # -- writing the README ----------------------------------------------------------------------------------------
