@@ -1,20 +1,32 @@
 """``python -m smartvector_bench.regress``: the CI regression gate (``make regress``).
 
+Why: every number the project publishes under ``results/`` must be one the gate can reproduce or recompute, so
+a hand edit, a collector or evaluator bug, or a code change that moves a metric fails CI naming the number.
+
 First checks the committed results (``results/``, every file recorded in the ``manifest`` of
 ``results/expected.json``; see ``smartvector_bench.regress_files``): a recorded file missing or with another
 sha256, a file present but not recorded, or one that differs from its ``PROVENANCE.json`` fails naming the file;
 then every expected value and invariant is recomputed from the committed files, a miss named by file and key
-(``results/main/metrics.json: systems.plain_cosine.test.ece expected 0.1234, committed 0.1334``). This takes
-about a second and always covers the whole tree.
+(``results/main/metrics.json: systems.plain_cosine.test.ece expected 0.1234, committed 0.1334``), and every
+published sweep's ``summary.json`` is recomputed from its own ``tidy.csv`` by a second implementation
+(``smartvector_bench.regress_sweeps``: ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean
+summary 0.269, tidy.csv gives 0.259``). This takes a few seconds and always covers the whole tree.
 
-Then reruns the default experiments through the real CLI (``smartvector-bench experiment=<name>``, the same
-command ``experiments/publish_results.py`` publishes with, recorded in each ``results/<name>/PROVENANCE.json``),
-compares every metric listed in ``results/expected.json`` with the new outputs and checks invariants that must
-hold for any run. Prints ``metric | expected | got | tolerance | verdict`` for the misses (``--verbose``: every
-row) and exits non-zero on any miss (committed or rerun), naming the metric.
+Then reruns through the real CLI (``smartvector-bench experiment=<name>``, the same command
+``experiments/publish_results.py`` publishes with, recorded in each ``results/<name>/PROVENANCE.json``) main,
+main_large, reembed_cost, feedback_loop and lvl_eval (with ``experiment.repeats=1``: its five latency
+repetitions only feed timing figures, which are never compared; every other figure is exact at 6 decimals),
+compares every metric listed in ``results/expected.json`` with the new outputs (an experiment published but not
+yet in the expected file: against values derived from its committed files, with a note) and checks invariants
+that must hold for any run. Then reruns a few jobs of each published sweep (``regress_sweeps.REDUCED``: the
+preset's own multirun, as recorded, with its swept keys narrowed on the command line) and compares their tidy
+rows with the committed ones. Prints ``metric | expected | got | tolerance | verdict`` for the misses
+(``--verbose``: every row) and exits non-zero on any miss (committed or rerun), naming the metric.
 
-    python -m smartvector_bench.regress                              # committed check, then rerun main, ...
+    python -m smartvector_bench.regress                              # committed check, then every rerun
     python -m smartvector_bench.regress --only main                  # committed check, rerun and check main
+    python -m smartvector_bench.regress --only seeds,tune            # committed check, two reduced sweep reruns
+    python -m smartvector_bench.regress --results DIR                # DIR is the results root (DIR/expected.json)
     python -m smartvector_bench.regress --results-from DIR           # committed check, compare DIR, no rerun
     python -m smartvector_bench.regress --no-committed --results-from outputs/main/<time>/   # DIR only
     python -m smartvector_bench.regress --write-expected             # derive results/expected.json from results/
@@ -22,8 +34,10 @@ row) and exits non-zero on any miss (committed or rerun), naming the metric.
 ``--results-from DIR`` takes a results root (``DIR/<experiment>/<files>``, e.g. ``results/``) or one
 experiment's run folder (``DIR/metrics.json``, e.g. ``outputs/main/<time>/``); the committed results themselves
 (``--results-from results``) are compared once, by the committed check. ``--write-expected`` records the values
-and the manifest of every file under the results root; rerun it after every republication (``make results``,
-``make bench``) or edit of a file under ``results/``.
+(every published experiment: lvl_eval's timing figures and shortcut_audit's reruns excepted, see ``EXTRA_SKIP``)
+and the manifest of every file under the results root, and prints every change against the file it replaces
+(``changed <path>: old -> new``, ``added``, ``removed``; ``expected.json unchanged`` when nothing changed); rerun
+it after every republication (``make results``, ``make bench``) or edit of a file under ``results/``.
 
 Metric paths are ``<experiment>.<keys into the experiment's JSON>`` (``main.systems.smartvector.test.top1``,
 list items by position: ``...top1_ci.0``) and, for a CSV, ``<experiment>.csv[col=value,...].<column>``
@@ -50,7 +64,11 @@ and the dataset's judgments (regenerated from its seed, checked against its sha2
 ECE and every bin's count / accuracy / mean confidence, MRR@10, recall@5, nDCG@10 (``ir_measures``,
 ``pytrec_eval`` provider), per split and per category, equal to the stored values at their 6 decimals (ECE
 and mean confidences within 1e-6: the run file rounds confidences), and the run file's correct / stale /
-rumor flags equal to the recomputed ones. Exit codes: 0 all pass, 1 a miss, 2 bad input.
+rumor flags equal to the recomputed ones. When metrics.json has them (issue 14), ``brier`` (mean squared error
+of the raw top-1 confidence, None/NaN as 0.0) and ``auroc`` (Mann-Whitney U from ``scipy.stats.rankdata``,
+ties half; None for a split of one class) are recomputed too, within 1e-6, their intervals in [0, 1], and the
+``calibration`` block's raw test ece / brier / auroc, n_dev / n_test and bin counts must equal the splits'.
+Exit codes: 0 all pass, 1 a miss, 2 bad input.
 """
 
 from __future__ import annotations
@@ -74,7 +92,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import regress_files
+from . import regress_files, regress_sweeps
 from .atomic import atomic_write_json
 
 PROG = "smartvector-regress"
@@ -109,9 +127,9 @@ EXPERIMENTS: dict[str, Experiment] = {
     "feedback_loop": Experiment("feedback_loop", "feedback_loop.json",
                                 ("feedback_loop.json", "feedback_loop.csv", "table.md"),
                                 csv_file="feedback_loop.csv", csv_key=("round", "system", "split")),
-    # ~10 minutes on 2 cores (latency repetitions): published by `make results`, not rerun by `make regress`.
-    "lvl_eval": Experiment("lvl_eval", "lvl_eval.json", ("lvl_eval.json", "table.md", "lvl_eval_*.csv"),
-                           regress=False),
+    # 7 minutes on 2 cores with its 5 latency repetitions (published so); `make regress` reruns it with one
+    # (GATE_RERUN_EXTRA, about 2 minutes): every non-timing figure is the same, timings are never compared.
+    "lvl_eval": Experiment("lvl_eval", "lvl_eval.json", ("lvl_eval.json", "table.md", "lvl_eval_*.csv")),
     # The main table on the large profile (1,150 queries, every system but smartvector_ref): about 3 minutes.
     "main_large": Experiment("main_large", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec",
                                                           "qrels_*.trec")),
@@ -131,6 +149,9 @@ RERUN_OVERRIDES = ("embedder.cache_path=null", "print_table=false")
 RERUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
+# Overrides of the gate's reruns only (the publisher runs the defaults): lvl_eval's latency repetitions are timing
+# alone (keys *_ms, latency, wall: never compared), so one repetition keeps the same code path and figures.
+GATE_RERUN_EXTRA = {"lvl_eval": ("experiment.repeats=1",)}
 
 
 def bench_executable() -> list[str]:
@@ -203,12 +224,13 @@ def rerun(name: str, workdir: Path, extra: tuple[str, ...] | list[str] = (), tim
     return r
 
 
-def rerun_many(names: list[str], workdir: Path, jobs: int = 1, extra: tuple[str, ...] | list[str] = ()
-               ) -> dict[str, Rerun]:
-    """Rerun several experiments, ``jobs`` at a time (each in its own process)."""
+def rerun_many(names: list[str], workdir: Path, jobs: int = 1, extra: tuple[str, ...] | list[str] = (),
+               per_name: dict[str, tuple[str, ...]] | None = None) -> dict[str, Rerun]:
+    """Rerun several experiments, ``jobs`` at a time (each in its own process); ``per_name``: more overrides
+    of one experiment."""
     Path(workdir).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {n: pool.submit(rerun, n, workdir, extra) for n in names}
+        futures = {n: pool.submit(rerun, n, workdir, (*(per_name or {}).get(n, ()), *extra)) for n in names}
     return {n: f.result() for n, f in futures.items()}
 
 
@@ -407,6 +429,7 @@ class Row:
     ok: bool
     note: str = ""
     file: str = ""     # set on the committed-results rows: the file the row is about
+    line: str = ""     # the committed line's text after the file, when not "<metric> expected X, committed Y"
 
 
 def check_expected(out: Outputs, metrics: dict[str, dict]) -> list[Row]:
@@ -571,7 +594,8 @@ RECOMPUTED_METRICS = ("stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at
 RECOMPUTED_CATEGORY_METRICS = ("top1", *RECOMPUTED_METRICS)
 IR_CUTOFF = 10
 CONFIDENCE_TOL = 1e-6
-CONFIDENCE_KEYS = ("ece", "mean_confidence")  # compared within CONFIDENCE_TOL
+CONFIDENCE_KEYS = ("ece", "mean_confidence", "brier", "auroc")  # compared within CONFIDENCE_TOL
+SCORE_METRICS = ("brier", "auroc")  # recomputed when metrics.json has them (issue 14's calibration metrics)
 
 
 def recompute_ece(confidence: list[float], correct: list[bool], n_bins: int = 10) -> tuple[float, dict]:
@@ -595,6 +619,38 @@ def recompute_ece(confidence: list[float], correct: list[bool], n_bins: int = 10
     return value, {"n_bins": n_bins, "edges": edges, "counts": counts,
                    "accuracy": [a / n if n else None for a, n in zip(sum_acc, counts)],
                    "mean_confidence": [s / n if n else None for s, n in zip(sum_conf, counts)]}
+
+
+def _score_confidences(confidence: list) -> list[float]:
+    """The raw top-1 confidences as the calibration metrics take them: None or NaN counts as 0.0."""
+    out = []
+    for c in confidence:
+        c = 0.0 if c is None else float(c)
+        out.append(0.0 if math.isnan(c) else c)
+    return out
+
+
+def recompute_brier(confidence: list, correct: list[bool]) -> float:
+    """Brier score: the mean squared error of the confidences against correctness (1/0)."""
+    conf = _score_confidences(confidence)
+    if not conf:
+        raise ValueError("no queries")
+    return math.fsum((c - (1.0 if ok else 0.0)) ** 2 for c, ok in zip(conf, correct)) / len(conf)
+
+
+def recompute_auroc(confidence: list, correct: list[bool]) -> float | None:
+    """AUROC of confidence against correctness as the Mann-Whitney U of the correct queries' average ranks
+    (ties count half); None when the queries hold one class."""
+    from scipy.stats import rankdata
+
+    conf = _score_confidences(confidence)
+    pos = [bool(ok) for ok in correct]
+    n_pos, n_neg = sum(pos), len(pos) - sum(pos)
+    if n_pos == 0 or n_neg == 0:
+        return None
+    ranks = rankdata(conf, method="average")
+    u = math.fsum(r for r, ok in zip(ranks, pos) if ok) - n_pos * (n_pos + 1) / 2.0
+    return u / (n_pos * n_neg)
 
 
 def recompute_ir(run_rows: list[dict], qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
@@ -641,6 +697,10 @@ def _recompute_point(rows: list[dict], outcome: dict[str, dict], n_bins: int) ->
         out["ece"], out["ece_bins"] = recompute_ece(conf, [x["correct"] for x in o], n_bins)
     except ValueError as exc:
         out["ece_error"] = str(exc)
+    raw = [r.get("confidence") for r in rows]
+    if raw:
+        out["brier"] = recompute_brier(raw, [x["correct"] for x in o])
+        out["auroc"] = recompute_auroc(raw, [x["correct"] for x in o])
     return out
 
 
@@ -711,7 +771,7 @@ def recompute_rows(out_name: str, system: str, per_split: dict, run_rows: list[d
         bins = s.get("ece_bins") if isinstance(s.get("ece_bins"), dict) else {}
         n_bins = bins.get("n_bins") if isinstance(bins.get("n_bins"), int) and bins.get("n_bins") > 0 else 10
         point = _recompute_point(judged, outcome, n_bins)
-        for key in RECOMPUTED_METRICS:
+        for key in RECOMPUTED_METRICS + SCORE_METRICS:
             if key in s and key in point:
                 rows.append(_recomputed_row(f"{p}.{key}", s[key], point[key], how))
         if "ece_error" in point:
@@ -784,6 +844,9 @@ def main_invariants(out: Outputs) -> list[Row]:
                         rows += [_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
                         if all(_bad_number(v) is None for v in ci):
                             rows.append(_inv(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+            for key in SCORE_METRICS:
+                if key in s:
+                    rows += _score_unit_rows(p, key, s)
             if "mcnemar_p" not in s:
                 rows.append(_inv(f"{p}.mcnemar_p", "key present", "MISSING", False, f"key {p}.mcnemar_p missing"))
             elif s["mcnemar_p"] is None and baseline not in systems:
@@ -843,8 +906,69 @@ def main_invariants(out: Outputs) -> list[Row]:
             want = (m.get("dataset") or {}).get("sha256")
             rows.append(_inv(f"{base} run file _meta.dataset_sha256", "== metrics.json dataset.sha256",
                              meta.get("dataset_sha256"), meta.get("dataset_sha256") == want))
+    if "calibration" in m:
+        rows += calibration_rows(out.name, m.get("calibration"), systems)
     if gold is None:
         rows.append(_inv(f"{out.name} gold source", "dataset gold", "-", True, gold_note))
+    return rows
+
+
+def _score_unit_rows(p: str, key: str, s: dict) -> list[Row]:
+    """brier / auroc and their intervals in [0, 1]; AUROC (and its bounds) may be None: a split of one class,
+    which the recomputation checks."""
+    rows = []
+    if not (key == "auroc" and s[key] is None):
+        rows.append(_unit(f"{p}.{key}", s[key]))
+    ci = s.get(f"{key}_ci")
+    if ci is None:
+        return rows
+    if not (isinstance(ci, list) and len(ci) == 2):
+        return rows + [_inv(f"{p}.{key}_ci", "[lo, hi]", ci, False, "not a pair")]
+    if key == "auroc" and None in ci:
+        return rows
+    rows += [_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
+    if all(_bad_number(v) is None for v in ci):
+        rows.append(_inv(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+    return rows
+
+
+CALIBRATION_RAW = ("ece", "brier", "auroc")  # the report's raw test figures: the split's own
+
+
+def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:
+    """The ``calibration`` block ({system: {method: calibration_report}}, fitted on dev, applied to test): its raw
+    (uncalibrated) test ece / brier / auroc equal ``systems.<system>.test``'s, n_dev / n_test the splits'
+    n_queries, its raw test bins' counts the split's ECE bin counts."""
+    if not isinstance(cal, dict):
+        return [_inv(f"{name}.calibration", "{system: {method: report}}", type(cal).__name__, False,
+                     "not an object")]
+    rows = []
+    for system, methods in cal.items():
+        base = f"{name}.calibration.{system}"
+        per_split = systems.get(system) if isinstance(systems, dict) else None
+        if not isinstance(per_split, dict) or not isinstance(methods, dict):
+            rows.append(_inv(base, "a system of metrics.json", "MISSING", False, f"no systems.{system}"))
+            continue
+        test, dev = per_split.get("test") or {}, per_split.get("dev") or {}
+        for method, rep in methods.items():
+            p = f"{base}.{method}"
+            if not isinstance(rep, dict):
+                rows.append(_inv(p, "a report", type(rep).__name__, False, "not an object"))
+                continue
+            for key in CALIBRATION_RAW:
+                if key in test or key in rep:
+                    want, got = test.get(key, "MISSING"), rep.get(key, "MISSING")
+                    rows.append(_inv(f"{p}.{key}", f"== systems.{system}.test.{key} ({_fmt(want)})", got,
+                                     got == want and got != "MISSING", "the raw test figure"))
+            for key, split in (("n_test", test), ("n_dev", dev)):
+                if key in rep:
+                    rows.append(_inv(f"{p}.{key}", f"== n_queries ({split.get('n_queries')})", rep[key],
+                                     rep[key] == split.get("n_queries")))
+            counts = (rep.get("bins") or {}).get("counts") if isinstance(rep.get("bins"), dict) else None
+            if counts is not None:
+                want = (test.get("ece_bins") or {}).get("counts")
+                rows.append(_inv(f"{p}.bins.counts", f"== systems.{system}.test.ece_bins.counts", counts,
+                                 counts == want))
     return rows
 
 
@@ -890,7 +1014,7 @@ def feedback_invariants(out: Outputs) -> list[Row]:
 
 
 INVARIANTS = {"main": main_invariants, "main_large": main_invariants, "reembed_cost": reembed_invariants,
-              "feedback_loop": feedback_invariants, "shortcut_audit": lambda out: []}
+              "feedback_loop": feedback_invariants, "shortcut_audit": lambda out: [], "lvl_eval": lambda out: []}
 
 
 # -- deriving expected.json from stored results ---------------------------------------------------------------
@@ -905,12 +1029,21 @@ SKIP_ECE_BIN_KEYS = ("edges",)  # fixed by n_bins (recomputed by the main invari
 ECE_BIN_LISTS = re.compile(r"\.ece_bins\.(accuracy|mean_confidence)$")
 # Roots per experiment (top-level keys of the result JSON) whose leaves are checked.
 ROOTS = {
-    "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
-    "main_large": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power"),
+    "main": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power",
+             "calibration"),
+    "main_large": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power",
+                   "calibration"),
     "shortcut_audit": ("schema_version", "experiment", "embedder", "summary"),
     "reembed_cost": ("schema_version", "dataset", "embedder", "edits", "strategies"),
     "feedback_loop": ("schema_version", "dataset", "experiment", "feedback", "summary", "detection_quality"),
+    "lvl_eval": ("schema_version", "experiment", "embedder", "query_embedder", "dataset", "ingest", "reembedding",
+                 "change_detection", "lake", "temporal", "claims", "verdicts", "rules", "csv_files"),
 }
+# lvl_eval's timing figures (keys with wall, latency, _ms, warm-up and table-load times, the host's load, the
+# latency samples; and the hot / cold latency verdicts, whose rule is about wall time) depend on the machine:
+# never compared. Everything else (counts, shares, top-1, precision / recall, the other verdicts) is exact6.
+EXTRA_SKIP = {"lvl_eval": re.compile(r"wall|latency|_ms|warmup|load_s$|loadavg|^host$|^samples$|^plots$")}
+EXACT6_EXPERIMENTS = ("lvl_eval",)
 # main's system_info: numbers and flags only (its strings are descriptions).
 NUMERIC_ONLY_UNDER = {"main": ("system_info",), "main_large": ("system_info",)}
 # Not accuracy metrics: float noise of the vector comparison. The flags derived from them are checked exactly.
@@ -924,10 +1057,10 @@ ABS_TOLERANCES = [
 CSV_ALL_ROWS_COLUMNS = ("top1",)  # checked on every row of the per-round CSV (the plotted curve)
 
 
-def _leaves(x: Any, path: str, numeric_only: bool = False):
+def _leaves(x: Any, path: str, numeric_only: bool = False, skip: re.Pattern | None = None):
     if isinstance(x, dict):
         for k, v in x.items():
-            if SKIP_KEY.search(str(k)) or "." in str(k):
+            if SKIP_KEY.search(str(k)) or "." in str(k) or (skip is not None and skip.search(str(k))):
                 continue
             if k in SKIP_ECE_BIN_KEYS and path.endswith(".ece_bins"):
                 continue
@@ -935,7 +1068,7 @@ def _leaves(x: Any, path: str, numeric_only: bool = False):
                     and all(i is None or _is_number(i) for i in v):
                 yield f"{path}.{k}", v
                 continue
-            yield from _leaves(v, f"{path}.{k}", numeric_only)
+            yield from _leaves(v, f"{path}.{k}", numeric_only, skip)
     elif isinstance(x, list):
         if all(_is_number(i) for i in x) and x:
             yield path, x
@@ -943,7 +1076,7 @@ def _leaves(x: Any, path: str, numeric_only: bool = False):
             yield path, x
         elif all(isinstance(i, (dict, list)) for i in x):
             for i, v in enumerate(x):
-                yield from _leaves(v, f"{path}.{i}", numeric_only)
+                yield from _leaves(v, f"{path}.{i}", numeric_only, skip)
     elif x is None or isinstance(x, (bool, int, float, str)):
         if numeric_only and not (_is_number(x) or isinstance(x, bool)):
             return
@@ -960,7 +1093,8 @@ def _entry(path: str, value: Any) -> dict:
     if value is None or numeric:
         if isinstance(value, float) and not math.isfinite(value):
             raise BadInput(f"{path}: stored value is {value}; refusing to derive an expected value from it")
-        return {"value": value, "tolerance": 0.0, "kind": "exact4"}
+        kind = "exact6" if path.split(".", 1)[0] in EXACT6_EXPERIMENTS else "exact4"
+        return {"value": value, "tolerance": 0.0, "kind": kind}
     return {"value": value, "tolerance": 0.0, "kind": "exact"}
 
 
@@ -971,7 +1105,7 @@ def derive_metrics(out: Outputs) -> dict[str, dict]:
         if root not in out.doc:
             continue
         numeric_only = root in NUMERIC_ONLY_UNDER.get(out.name, ())
-        for path, value in _leaves(out.doc[root], f"{out.name}.{root}", numeric_only):
+        for path, value in _leaves(out.doc[root], f"{out.name}.{root}", numeric_only, EXTRA_SKIP.get(out.name)):
             metrics[path] = _entry(path, value)
     exp = EXPERIMENTS[out.name]
     if exp.csv_file and out.csv_rows is not None:
@@ -1015,6 +1149,11 @@ NOTES = [
     "p-values (mcnemar_p, permutation_p, *.p_value) are kind exact4 and are also compared on a log10 scale "
     "(|log10 got - log10 expected| <= 0.01), so a p below 5e-5 no longer compares as 0.0000. kind exact6: the "
     "ECE bins' accuracy and mean_confidence, at their stored 6 decimals (None for an empty bin).",
+    "lvl_eval: every figure but its timings is kind exact6 (counts, shares, top-1, precision / recall, the "
+    "verdicts whose rule is not about wall time); keys with wall, latency, _ms, warm-up and table-load times, the "
+    "host's load and the latency samples are not recorded. `make regress` reruns it with experiment.repeats=1 "
+    "(the repetitions only feed the latency percentiles). Sweeps (results/<preset>/) have no entries here: the "
+    "gate recomputes their summary.json from their tidy.csv and reruns a few jobs of each (regress_sweeps.py).",
     "manifest: sha256 and size of every file under the results root (this file excepted). `make regress` first "
     "checks the committed files against it (an edited, missing or unrecorded file fails; so does a file that "
     "differs from its PROVENANCE.json) and recomputes every expected value and invariant from them, then reruns.",
@@ -1022,11 +1161,14 @@ NOTES = [
 
 
 def write_expected(results_root: Path, path: Path, only: list[str] | None) -> dict:
-    names = only or [n for n in EXPERIMENTS
-                     if EXPERIMENTS[n].regress and experiment_dir(results_root, n) is not None]
+    """Derive the expected file from every published experiment under ``results_root`` (or ``only`` these,
+    keeping the file's other experiments), print what changed against the file there before, write it."""
+    only = [n for n in only or [] if n in EXPERIMENTS] or None
+    names = only or [n for n in EXPERIMENTS if n in ROOTS and experiment_dir(results_root, n) is not None]
     if not names:
         raise BadInput(f"{results_root}: no published experiment found (expected {', '.join(EXPERIMENTS)} "
                        "folders; run `python -m experiments.publish_results` first)")
+    before = _old_expected(path)
     old = {}
     if path.exists() and only:
         old = read_expected(path)
@@ -1044,9 +1186,60 @@ def write_expected(results_root: Path, path: Path, only: list[str] | None) -> di
         doc["sources"][name] = _source(folder, name)
     doc["counts"] = {n: len(m) for n, m in doc["experiments"].items()}
     doc["manifest"] = regress_files.build_manifest(results_root, path)
+    changes = expected_changes(before, doc)
+    for line in changes:
+        print(line)
+    if not changes:
+        print(f"{_rel(path)} unchanged" if before is not None else f"{_rel(path)}: new file")
     atomic_write_json(path, doc)
     path.chmod(0o644)
     return doc
+
+
+def _old_expected(path: Path) -> dict | None:
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _flat(x: Any, path: str, out: dict) -> dict:
+    """Leaves of a JSON tree by dotted path; an expected entry ({"value", "kind", ...}) and a list are leaves."""
+    if isinstance(x, dict) and x and not ("kind" in x and "value" in x) and not ("sha256" in x and "bytes" in x):
+        for k, v in x.items():
+            _flat(v, f"{path}.{k}" if path else str(k), out)
+    else:
+        out[path] = x
+    return out
+
+
+def expected_changes(old: dict | None, new: dict) -> list[str]:
+    """One line per changed, added or removed entry of the expected file (values, their kinds and tolerances,
+    the manifest's files, the sources), ``path: old -> new``; [] when nothing changed."""
+    if old is None:
+        return [f"new expected file: {sum(len(m) for m in new['experiments'].values())} values, manifest of "
+                f"{new['manifest']['n_files']} files"]
+    lines = []
+    for part in ("experiments", "manifest", "sources", "schema_version", "generated_by", "notes"):
+        a, b = _flat(old.get(part), part, {}), _flat(new.get(part), part, {})
+        for k in b:
+            if k not in a:
+                lines.append(f"added {k}: {_change_text(b[k])}")
+            elif a[k] != b[k]:
+                lines.append(f"changed {k}: {_change_text(a[k])} -> {_change_text(b[k])}")
+        lines += [f"removed {k}: {_change_text(a[k])}" for k in a if k not in b]
+    return lines
+
+
+def _change_text(x: Any) -> str:
+    if isinstance(x, dict) and "kind" in x and "value" in x:
+        extra = "" if x["kind"] in ("exact4", "exact6", "exact") and not x.get("tolerance") else \
+            f" +/- {x.get('tolerance')}"
+        return f"{_fmt(x['value'], 80)} ({x['kind']}{extra})"
+    if isinstance(x, dict) and "sha256" in x:
+        return f"sha256 {str(x['sha256'])[:12]}, {x.get('bytes')} bytes"
+    return _fmt(x, 80)
 
 
 def _source(folder: Path, name: str) -> dict:
@@ -1141,10 +1334,14 @@ def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Pat
         folder = folders[n]
         rows += [_in_file(r, n, folder if folder is not None else root / n)
                  for r in compare_folder(n, folder, metrics, _rel(root))]
+    rows += [Row(c.path, c.recomputed, c.stored, "summary", c.ok, c.note, _rel(root / c.file), line=c.line())
+             for c in regress_sweeps.check_summaries(root)]
     return rows, root
 
 
 def _committed_line(r: Row) -> str:
+    if r.line:
+        return f"{'PASS' if r.ok else 'FAIL'} {r.file}: {r.line}"
     how = ": ".join(t for t in (r.tolerance if r.tolerance != "file" else "", r.note) if t)
     return (f"{'PASS' if r.ok else 'FAIL'} {r.file}: {r.metric} expected {_fmt(r.expected)}, committed "
             f"{_fmt(r.got)}" + (f" ({how})" if how else ""))
@@ -1153,9 +1350,10 @@ def _committed_line(r: Row) -> str:
 def _committed_counts(rows: list[Row]) -> str:
     fails = sum(not r.ok for r in rows)
     kinds = [r.tolerance for r in rows]
-    return (f"{len(rows) - fails} passed, {fails} failed ({kinds.count('file')} file checks, "
-            f"{len(kinds) - kinds.count('file') - kinds.count('invariant')} expected values, "
-            f"{kinds.count('invariant')} invariant checks)")
+    n_file, n_inv, n_sum = kinds.count("file"), kinds.count("invariant"), kinds.count("summary")
+    return (f"{len(rows) - fails} passed, {fails} failed ({n_file} file checks, "
+            f"{len(kinds) - n_file - n_inv - n_sum} expected values, {n_inv} invariant checks, "
+            f"{n_sum} sweep values recomputed from tidy.csv)")
 
 
 # -- report -------------------------------------------------------------------------------------------------------
@@ -1190,8 +1388,9 @@ def _names(values: list[str] | None) -> list[str] | None:
         return None
     names = [n.strip() for v in values for n in v.split(",") if n.strip()]
     for n in names:
-        if n not in EXPERIMENTS:
-            raise BadInput(f"--only: unknown experiment {n!r}; allowed: {', '.join(EXPERIMENTS)}")
+        if n not in EXPERIMENTS and n not in regress_sweeps.SWEEPS:
+            raise BadInput(f"--only: unknown experiment {n!r}; allowed: {', '.join(EXPERIMENTS)}, "
+                           f"{', '.join(regress_sweeps.SWEEPS)}")
     return list(dict.fromkeys(names))
 
 
@@ -1202,9 +1401,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                              "them), then rerun the affordable experiments and compare them too; "
                                              "exit 1 on any miss.")
     ap.add_argument("--only", action="append", metavar="NAMES",
-                    help=f"comma-separated experiments ({', '.join(EXPERIMENTS)}) to rerun or compare; default: all "
-                         "in the expected file (the committed check always covers everything)")
-    ap.add_argument("--expected", type=Path, default=EXPECTED, help="expected values (default: results/expected.json)")
+                    help=f"comma-separated experiments ({', '.join(EXPERIMENTS)}) or sweep presets "
+                         f"({', '.join(regress_sweeps.SWEEPS)}) to rerun or compare; default: every experiment "
+                         "rerun by the gate and every published sweep (the committed check always covers "
+                         "everything)")
+    ap.add_argument("--results", type=Path, metavar="DIR",
+                    help="the results root the reruns are compared with (default: the manifest root of the "
+                         "expected file, results/); its expected.json is the default --expected")
+    ap.add_argument("--expected", type=Path, default=None,
+                    help="expected values (default: <--results>/expected.json, else results/expected.json)")
     ap.add_argument("--results-from", type=Path, metavar="DIR",
                     help="compare this results root or run folder instead of rerunning")
     ap.add_argument("--no-committed", action="store_true",
@@ -1227,21 +1432,49 @@ def _same_dir(a: Path | None, b: Path | None) -> bool:
     return a is not None and b is not None and Path(a).resolve() == Path(b).resolve()
 
 
+def _root_of(expected_path: Path, expected: dict) -> Path:
+    manifest = expected.get("manifest")
+    if isinstance(manifest, dict):
+        return regress_files.manifest_root(expected_path, manifest)
+    return Path(expected_path).resolve().parent
+
+
 def run_gate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
+    if args.results is not None and not args.results.is_dir():
+        raise BadInput(f"--results {args.results}: not a folder")
+    if args.expected is None:
+        args.expected = args.results / "expected.json" if args.results is not None else EXPECTED
     if args.write_expected:
-        root = args.results_from or RESULTS_DIR
+        root = args.results_from or args.results or RESULTS_DIR
         doc = write_expected(root, args.expected, _names(args.only))
         print(f"wrote {args.expected}: " + ", ".join(f"{n} {c} metrics" for n, c in doc["counts"].items())
               + f"; manifest of {doc['manifest']['n_files']} files")
         return 0
     expected = read_expected(args.expected)
+    results_root = (args.results or _root_of(args.expected, expected)).resolve()
     only = _names(args.only)
-    names = only or [n for n in EXPERIMENTS if n in expected["experiments"]]
+    sweeps = [n for n in only if n in regress_sweeps.SWEEPS] if only else list(regress_sweeps.SWEEPS)
+    exp_metrics = dict(expected["experiments"])
+    # Default: every experiment the gate reruns that the expected file lists or the results root publishes.
+    names = [n for n in only if n in EXPERIMENTS] if only else \
+        [n for n in EXPERIMENTS if n in exp_metrics or (EXPERIMENTS[n].regress and not args.results_from
+                                                       and experiment_dir(results_root, n) is not None)]
+    if not only and not args.results_from:  # rerun: only what the gate reruns (shortcut_audit: committed check)
+        names = [n for n in names if EXPERIMENTS[n].regress]
     for n in names:
-        if n not in expected["experiments"]:
-            raise BadInput(f"{args.expected}: no expected values for {n!r} (regenerate with --write-expected)")
-    if not names:
+        if n not in exp_metrics:
+            folder = experiment_dir(results_root, n)
+            if folder is None or args.results_from:
+                raise BadInput(f"{args.expected}: no expected values for {n!r} (regenerate with --write-expected)")
+            out = load_outputs(n, folder)
+            if out.error:
+                raise BadInput(out.error)
+            exp_metrics[n] = derive_metrics(out)
+            print(f"{n}: not in {_rel(args.expected)}; compared with the {len(exp_metrics[n])} values derived "
+                  f"from the committed {_rel(folder / EXPERIMENTS[n].result_file)} (regenerate the expected file "
+                  "with --write-expected)")
+    if not names and not sweeps:
         raise BadInput(f"{args.expected}: lists no experiment")
 
     committed: list[Row] = []
@@ -1288,8 +1521,10 @@ def run_gate(args: argparse.Namespace) -> int:
         else:
             tmp = tempfile.mkdtemp(prefix="svb-regress-")
             workdir = Path(tmp)
-        print(f"rerunning {', '.join(names)} in {workdir} ({args.jobs} at a time) ...", flush=True)
-        reruns = rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides))
+        if names:
+            print(f"rerunning {', '.join(names)} in {workdir} ({args.jobs} at a time) ...", flush=True)
+        reruns = rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides),
+                            per_name=GATE_RERUN_EXTRA) if names else {}
         for n, r in reruns.items():
             timings[n] = r.wall_time_s
             print(f"  {n}: {'ok' if r.ok else 'FAILED (' + r.error + ')'} in {r.wall_time_s:.1f} s: "
@@ -1305,9 +1540,12 @@ def run_gate(args: argparse.Namespace) -> int:
         folder = sources.get(n)
         if folder is None and not args.results_from:  # a failed rerun: its row is above
             rows += [Row(p, s.get("value"), "MISSING", _tol_text(s), False, "no outputs")
-                     for p, s in expected["experiments"][n].items()]
+                     for p, s in exp_metrics[n].items()]
             continue
-        rows += compare_folder(n, folder, expected["experiments"][n], str(args.results_from))
+        rows += compare_folder(n, folder, exp_metrics[n], str(args.results_from))
+
+    if not args.results_from and sweeps:
+        rows += _reduced_sweeps(sweeps, results_root, workdir / "sweeps", args, timings)
 
     if tmp and not args.keep:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -1323,7 +1561,7 @@ def run_gate(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{e}: {p} passed, {f} failed" for e, (p, f) in per.items())
     wall = time.perf_counter() - t0
     parts = []
-    if names:
+    if rows:
         parts.append(f"{len(rows) - len(fails)} passed, {len(fails)} failed ({summary}); "
                      f"{sum(r.tolerance != 'invariant' for r in rows)} expected values, "
                      f"{sum(r.tolerance == 'invariant' for r in rows)} invariant checks")
@@ -1336,6 +1574,35 @@ def run_gate(args: argparse.Namespace) -> int:
         print("REGRESSION: " + ", ".join(failed[:20]) + (" ..." if len(failed) > 20 else ""), file=sys.stderr)
         return EXIT_MISS
     return 0
+
+
+def _reduced_sweeps(presets: list[str], root: Path, workdir: Path, args: argparse.Namespace,
+                    timings: dict[str, float]) -> list[Row]:
+    """The reduced reruns of the published sweeps (``regress_sweeps.REDUCED``) against ``root/<preset>/``."""
+    published = [p for p in presets if (root / p / regress_sweeps.TIDY).is_file()]
+    for p in presets:
+        if p not in published:
+            print(f"{p}: not published in {_rel(root)}/ (no {p}/{regress_sweeps.TIDY}); reduced rerun skipped")
+    if not published:
+        return []
+    print(f"rerunning the sweeps {', '.join(published)} reduced, in {workdir} ({args.jobs} at a time) ...",
+          flush=True)
+    t0 = time.perf_counter()
+    done = regress_sweeps.rerun_sweeps(published, root, workdir, bench_executable(), RERUN_ENV, REPO,
+                                       jobs=args.jobs, extra=tuple(args.overrides))
+    rows = []
+    for p, r in done.items():
+        timings[p] = r.wall_time_s
+        n_jobs = len({c.path.split(",system=")[0].split("]")[0] for c in r.checks})
+        print(f"  {p}: {'ok' if r.error is None else 'FAILED (' + r.error + ')'} in {r.wall_time_s:.1f} s, "
+              f"{n_jobs} job(s) compared: {shlex.join(r.command)}", flush=True)
+        for c in r.checks:
+            tol = "exact" if c.path.rsplit(".", 1)[-1] in regress_sweeps.EXACT_COLUMNS else (
+                f"6 dp, log10 +/- {P_LOG10_TOL:g}" if c.path.rsplit(".", 1)[-1] in regress_sweeps.P_COLUMNS
+                else "6 dp")
+            rows.append(Row(c.path, c.recomputed, c.stored, tol, c.ok, c.note))
+    print(f"reduced sweep reruns: {time.perf_counter() - t0:.1f} s", flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

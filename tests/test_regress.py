@@ -43,7 +43,7 @@ def _run_small(name: str, out: Path) -> None:
 def small_results(tmp_path_factory) -> Path:
     """A results root (``<root>/<experiment>/``) of small real runs, and its derived ``expected.json``."""
     root = tmp_path_factory.mktemp("small_results")
-    for name in [n for n, e in regress.EXPERIMENTS.items() if e.regress]:
+    for name in SMALL:  # lvl_eval (also rerun by the gate) has its own tests; these four are the small ones
         _run_small(name, root / name)
     assert regress.main(["--write-expected", "--results-from", str(root),
                          "--expected", str(root / "expected.json")]) == 0
@@ -88,7 +88,7 @@ def test_unmodified_results_pass(results, capsys):
     assert code == 0, out
     assert "committed: " in out and " 0 failed (" in out and "FAIL" not in out
     counts = json.loads((results / "expected.json").read_text())["counts"]
-    assert set(counts) == {n for n, e in regress.EXPERIMENTS.items() if e.regress} and all(c > 50 for c in counts.values())
+    assert set(counts) == set(SMALL) and all(c > 50 for c in counts.values())
 
 
 def test_verbose_prints_the_whole_table(results, capsys):
@@ -302,6 +302,12 @@ def _bump(path: Path, system: str, split: str, key: str, by: float) -> None:
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
 
 
+def _calibration_ece(results: Path, system: str = "plain_cosine") -> list[str]:
+    """The calibration block's raw test ECE of ``system``, per method (none before the evaluator writes it)."""
+    cal = json.loads((results / "main" / "metrics.json").read_text()).get("calibration") or {}
+    return [f"calibration.{system}.{method}.ece" for method in cal.get(system) or {}]
+
+
 def test_the_manifest_records_every_file_but_the_expected_file(results):
     manifest = json.loads((results / "expected.json").read_text())["manifest"]
     on_disk = sorted(p.relative_to(results).as_posix() for p in results.rglob("*") if p.is_file())
@@ -314,12 +320,14 @@ def test_the_manifest_records_every_file_but_the_expected_file(results):
 
 def test_a_committed_ece_edit_fails_naming_the_file_and_the_metric(results, small_results, capsys, monkeypatch):
     _bump(results / "main" / "metrics.json", "plain_cosine", "test", "ece", 0.01)
-    # the hash, the expected value and the gate's own ECE recomputed from the run file
+    # the hash, the expected value and the gate's own ECE recomputed from the run file (and the calibration
+    # block's raw test ECE, once the evaluator writes one: it no longer equals the split's)
     assert committed_fails(results) == [("main/metrics.json", "sha256"),
                                         ("main/metrics.json", "systems.plain_cosine.test.ece"),
-                                        ("main/metrics.json", "systems.plain_cosine.test.ece")]
+                                        ("main/metrics.json", "systems.plain_cosine.test.ece"),
+                                        *[("main/metrics.json", m) for m in _calibration_ece(results)]]
 
-    def fake_rerun_many(names, workdir, jobs=1, extra=()):  # a rerun that reproduces the unedited results
+    def fake_rerun_many(names, workdir, jobs=1, extra=(), per_name=None):  # reproduces the unedited results
         print("rerunning (fake)")
         for n in names:
             shutil.copytree(small_results / n, Path(workdir) / n)
@@ -338,7 +346,8 @@ def test_a_committed_ece_edit_fails_naming_the_file_and_the_metric(results, smal
     assert line.strip().startswith("FAIL ") and "main/metrics.json: systems.plain_cosine.test.ece expected " in line
     assert ", committed " in line and "differs at 4 decimals" in line
     assert "main/metrics.json: sha256 expected " in before_rerun
-    assert "committed: " in out.splitlines()[-1] and ", 3 failed (" in out.splitlines()[-1]
+    n_failed = 3 + len(_calibration_ece(results))
+    assert "committed: " in out.splitlines()[-1] and f", {n_failed} failed (" in out.splitlines()[-1]
     assert "main/metrics.json: systems.plain_cosine.test.ece" in err
 
 
@@ -391,14 +400,16 @@ def test_no_committed_skips_the_check_and_another_folder_is_still_compared(resul
     _bump(results / "main" / "metrics.json", "plain_cosine", "test", "ece", 0.01)
     code, out = gate(results, capsys=capsys)  # --no-committed: only the folder, as outputs
     assert code == 1 and "not checked (--no-committed)" in out
-    assert [r.split(" | ")[0][2:] for r in _failed_rows(out)] == ["main.systems.plain_cosine.test.ece"] * 2
+    assert [r.split(" | ")[0][2:] for r in _failed_rows(out)] == (["main.systems.plain_cosine.test.ece"] * 2 +
+                                                                  [f"main.{m}" for m in _calibration_ece(results)])
     other = tmp_path / "run"
     shutil.copytree(results / "feedback_loop", other)  # a run folder that is not the committed one: compared too
     code = regress.main(["--expected", str(results / "expected.json"), "--results-from", str(other)])
     out = capsys.readouterr().out
     assert code == 1 and "main/metrics.json: systems.plain_cosine.test.ece expected" in out
     assert re.match(r"\d+ passed, 0 failed \(feedback_loop: \d+ passed, 0 failed\);", out.splitlines()[-1])
-    assert ", 3 failed (" in out.splitlines()[-1]  # the committed check's three misses, counted apart
+    n_failed = 3 + len(_calibration_ece(results))
+    assert f", {n_failed} failed (" in out.splitlines()[-1]  # the committed check's misses, counted apart
 
 
 # -- rerun mode and the publisher, through the real CLI (hashing embedder) ------------------------------------------
@@ -431,7 +442,8 @@ def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     files = sorted(p.name for p in (dest / "main").iterdir())
     systems = list(compose_config()["retrievers"])
-    assert files == sorted(["PROVENANCE.json", "metrics.json", "table.md"] + [f"run_{s}.jsonl" for s in systems])
+    assert files == sorted(["PROVENANCE.json", "metrics.json", "table.md", "qrels_dev.trec", "qrels_test.trec"]
+                           + [f"run_{s}.{ext}" for s in systems for ext in ("jsonl", "trec")])
     prov = json.loads((dest / "main" / "PROVENANCE.json").read_text())
     metrics = json.loads((dest / "main" / "metrics.json").read_text())
     assert prov["command"][:2] == ["smartvector-bench", "experiment=main"] and "embedder=hashing" in prov["command"]

@@ -77,6 +77,9 @@ def test_an_unaltered_copy_passes_and_everything_is_recomputed(root):
         for split in ("dev", "test"):
             for key in ("stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10"):
                 assert f"systems.{system}.{split}.{key}" in recomputed
+            for key in ("brier", "auroc"):  # once the evaluator writes them (issue 14)
+                if key in per[split]:
+                    assert f"systems.{system}.{split}.{key}" in recomputed
             for i in range(per[split]["ece_bins"]["n_bins"]):
                 for key in ("counts", "accuracy", "mean_confidence"):
                     assert f"systems.{system}.{split}.ece_bins.{key}.{i}" in recomputed
@@ -94,7 +97,10 @@ def test_a_stored_metric_edit_is_caught_by_the_recomputation(root, key):
     m["systems"]["smartvector"]["test"][key] = _nudge(m["systems"]["smartvector"]["test"][key])
     _write_metrics(root, m)
     _rebless(root)
-    assert committed_fails(root) == [("main/metrics.json", f"systems.smartvector.test.{key}")]
+    # the calibration block (once the evaluator writes one) repeats the raw test ECE: it no longer agrees
+    cal = [("main/metrics.json", f"calibration.smartvector.{method}.{key}")
+           for method in (m.get("calibration") or {}).get("smartvector", {}) if key in regress.CALIBRATION_RAW]
+    assert sorted(committed_fails(root)) == sorted([("main/metrics.json", f"systems.smartvector.test.{key}"), *cal])
 
 
 def test_a_small_edit_is_caught_at_6_decimals_and_ece_within_1e_6(root):
@@ -228,3 +234,102 @@ def test_expected_values_regenerated_on_a_copy_of_results_pass(tmp_path):
     assert sum(str(r.expected).startswith("recomputed ") for r in rows) > 3000
     exp = json.loads((dst / "expected.json").read_text())["experiments"]
     assert exp["main"]["main.systems.smartvector.test.ece_bins.accuracy"]["kind"] == "exact6"
+
+
+# -- Brier and AUROC (issue 14's calibration metrics), recomputed when metrics.json has them -------------------------
+
+def test_brier_and_auroc_by_hand():
+    # None counts as 0.0: ((0.9-1)^2 + (0.2-0)^2 + 0 + (0.5-1)^2) / 4
+    assert regress.recompute_brier([0.9, 0.2, None, 0.5], [True, False, False, True]) == pytest.approx(0.075)
+    # pairs (correct, wrong): 0.9>0.5, 0.9>0.1, 0.5=0.5 (half), 0.5>0.1 -> 3.5 / 4
+    assert regress.recompute_auroc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(0.875)
+    assert regress.recompute_auroc([float("nan"), 0.3], [False, True]) == 1.0  # NaN counts as 0.0
+    assert regress.recompute_auroc([0.2, 0.7], [True, True]) is None  # one class
+    from smartvector_bench.metrics import calibration  # the evaluator's module agrees on the same inputs
+
+    conf, ok = [0.9, 0.5, 0.5, 0.1, 0.7, 0.0], [True, True, False, False, False, True]
+    assert regress.recompute_auroc(conf, ok) == pytest.approx(calibration.auroc(conf, ok))
+    assert regress.recompute_brier(conf, ok) == pytest.approx(calibration.brier(conf, ok))
+
+
+def _score_inputs():
+    judgments = regress.Judgments(qrels={f"q{i}": {f"c{i}": 1} for i in range(6)}, stale={}, rumor={})
+    conf = [0.9, 0.5, 0.5, 0.1, 0.7, None]
+    hit = [True, True, False, False, False, True]
+    run_rows = [{"query_id": f"q{i}", "split": "test", "category": "current", "confidence": c,
+                 "ranked": [f"c{i}" if h else "other"], "correct": h, "stale": False, "rumor": False}
+                for i, (c, h) in enumerate(zip(conf, hit))]
+    brier = round(regress.recompute_brier(conf, hit), 6)
+    auroc = round(regress.recompute_auroc(conf, hit), 6)
+    return judgments, run_rows, brier, auroc
+
+
+def _score_rows(per_split, run_rows, judgments):
+    rows = regress.recompute_rows("main", "x", per_split, run_rows, judgments)
+    return {r.metric: r for r in rows if r.metric.rsplit(".", 1)[-1] in ("brier", "auroc")}
+
+
+def test_stored_brier_and_auroc_are_recomputed_from_the_run_file():
+    judgments, run_rows, brier, auroc = _score_inputs()
+    rows = _score_rows({"test": {"brier": brier, "auroc": auroc}}, run_rows, judgments)
+    assert set(rows) == {"main.systems.x.test.brier", "main.systems.x.test.auroc"}
+    assert all(r.ok for r in rows.values())
+    # within 1e-6 (the run file's 6-decimal confidences), not beyond
+    rows = _score_rows({"test": {"brier": round(brier + 1e-6, 6), "auroc": round(auroc + 3e-6, 6)}},
+                       run_rows, judgments)
+    assert rows["main.systems.x.test.brier"].ok and not rows["main.systems.x.test.auroc"].ok
+    # a split of one class: AUROC must be None
+    one = [dict(r, ranked=[r["query_id"].replace("q", "c")]) for r in run_rows]
+    rows = _score_rows({"test": {"brier": 0.5, "auroc": None}}, one, judgments)
+    assert rows["main.systems.x.test.auroc"].ok and not rows["main.systems.x.test.brier"].ok
+    assert not _score_rows({"test": {"auroc": 0.5}}, one, judgments)["main.systems.x.test.auroc"].ok
+    # absent keys: nothing recomputed
+    assert _score_rows({"test": {"top1": 0.5}}, run_rows, judgments) == {}
+
+
+def test_the_calibration_block_must_repeat_the_splits_raw_figures():
+    systems = {"x": {"test": {"ece": 0.2, "brier": 0.25, "auroc": 0.7, "n_queries": 6,
+                              "ece_bins": {"counts": [1, 5]}}, "dev": {"n_queries": 4}}}
+    rep = {"ece": 0.2, "brier": 0.25, "auroc": 0.7, "n_test": 6, "n_dev": 4, "bins": {"counts": [1, 5]},
+           "ece_calibrated": 0.1}
+    cal = {"x": {"platt": dict(rep), "isotonic": dict(rep)}}
+    rows = regress.calibration_rows("main", cal, systems)
+    assert rows and all(r.ok for r in rows)
+    cal["x"]["isotonic"].update(auroc=0.71, n_dev=5)
+    cal["x"]["platt"]["bins"] = {"counts": [2, 4]}
+    bad = [r.metric for r in regress.calibration_rows("main", cal, systems) if not r.ok]
+    assert bad == ["main.calibration.x.platt.bins.counts", "main.calibration.x.isotonic.auroc",
+                   "main.calibration.x.isotonic.n_dev"]
+    bad = [r.metric for r in regress.calibration_rows("main", {"y": {"platt": rep}}, systems) if not r.ok]
+    assert bad == ["main.calibration.y"]
+
+
+def test_brier_auroc_and_calibration_in_a_metrics_file_are_checked(root):
+    """A main run whose metrics.json gains the keys (as issue 14 will write them): recomputed and checked."""
+    from smartvector_bench.metrics import calibration
+
+    m = _metrics(root)
+    for system in m["systems"]:
+        lines = (root / "main" / f"run_{system}.jsonl").read_text().splitlines()[1:]
+        rr = [json.loads(ln) for ln in lines]
+        for split in ("dev", "test"):
+            sel = [r for r in rr if r["split"] == split]
+            conf = [0.0 if r.get("confidence") is None else r["confidence"] for r in sel]
+            ok = [bool(r["correct"]) for r in sel]
+            au = calibration.auroc(conf, ok)
+            m["systems"][system][split].update(brier=round(calibration.brier(conf, ok), 6),
+                                               auroc=None if au is None else round(au, 6))
+    test = m["systems"]["smartvector"]["test"]
+    m["calibration"] = {"smartvector": {"platt": {"ece": test["ece"], "brier": test["brier"], "auroc": test["auroc"],
+                                                  "n_test": test["n_queries"]}}}
+    _write_metrics(root, m)
+    _rebless(root)
+    rows = _rows(root)
+    assert [r for r in rows if not r.ok] == []
+    assert any(r.metric == "systems.smartvector.test.brier" and str(r.expected).startswith("recomputed")
+               for r in rows)
+    m["systems"]["smartvector"]["test"]["brier"] = _nudge(test["brier"])
+    m["calibration"]["smartvector"]["platt"]["brier"] = m["systems"]["smartvector"]["test"]["brier"]
+    _write_metrics(root, m)
+    _rebless(root)
+    assert committed_fails(root) == [("main/metrics.json", "systems.smartvector.test.brier")]
