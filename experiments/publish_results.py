@@ -226,7 +226,7 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
                 "there, and tidy.csv repeats git sha, config and dataset sha256 on every row.",
     }
     dest = results_dir / preset
-    order = [f for f in ("tidy.csv", "summary.json", "tidy.provenance.json") if f in files]
+    order = [f for f in ("queries.csv", "tidy.csv", "summary.json", "tidy.provenance.json") if f in files]
     _replace_folder_files(dest, files, order, SWEEP_REQUIRED + SWEEP_OPTIONAL)
     _write_json(dest / PROVENANCE_FILE, prov)
     return prov
