@@ -483,6 +483,7 @@ def _fake_sweep(multirun: Path, preset: str, failed: int = 0) -> None:
                                                         "packages": {"numpy": "2"}, "preset": preset}))
     (d / "summary.json").write_text(json.dumps({"jobs": {"planned": 2, "complete": 2 - failed, "skipped": 0,
                                                          "failed": failed, "missing": 0}}))
+    (d / "queries.csv").write_text("job,system,query_id,correct\n0,smartvector,q1,1\n")
     (d / "0").mkdir()  # job folders are not published
     (d / "0" / "metrics.json").write_text("{}")
 
@@ -496,13 +497,15 @@ def test_publish_sweeps_found_and_refuses_incomplete_ones(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 1
     assert "contradiction_sweep" in err and "1 failed" in err and "half_life" in err
-    assert sorted(p.name for p in (dest / "seeds").iterdir()) == ["PROVENANCE.json", "summary.json",
+    assert sorted(p.name for p in (dest / "seeds").iterdir()) == ["PROVENANCE.json", "queries.csv", "summary.json",
                                                                   "tidy.csv", "tidy.provenance.json"]
     assert not (dest / "contradiction_sweep").exists() and not (dest / "half_life").exists()
     prov = json.loads((dest / "seeds" / "PROVENANCE.json").read_text())
     assert prov["kind"] == "sweep" and prov["git"]["sha"] == "abc" and prov["dataset_sha256"] == ["d1", "d2"]
     assert prov["config_sha256"] == ["c1", "c2"] and prov["command"] == ["smartvector-bench", "-m", "experiment=seeds"]
-    assert (dest / "seeds" / "tidy.csv").read_bytes() == (multirun / "seeds" / "tidy.csv").read_bytes()
+    for name in ("tidy.csv", "queries.csv"):  # every file PROVENANCE.json lists is there, as collected
+        assert (dest / "seeds" / name).read_bytes() == (multirun / "seeds" / name).read_bytes()
+    assert set(prov["files"]) == {"queries.csv", "summary.json", "tidy.csv", "tidy.provenance.json"}
     # auto: every sweep folder found; an incomplete one is skipped with a warning, or published when allowed
     code = publish_results.main(["--only", "none", "--sweeps", "auto",
                                  "--multirun-dir", str(multirun), "--results-dir", str(dest)])
