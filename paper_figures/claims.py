@@ -28,7 +28,7 @@ import pandas as pd  # noqa: E402
 from smartvector_bench import verdicts as V  # noqa: E402
 from smartvector_bench.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
-from smartvector_bench.report import main_table, ordered, power_line  # noqa: E402
+from smartvector_bench.report import calibration_table, main_table, ordered, power_line  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -125,7 +125,10 @@ def _main_section(results: Path, rel: str) -> str:
     head = (f"`{d['name']}`, seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries in "
             f"{d.get('n_families', '-')} families; test split = the held-out families "
             f"(`results/{rel}`, dataset sha256 {d['sha256'][:12]}).")
-    return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}\n"
+    cal = (f"\n\nCalibration on the test split: ECE, Brier and AUROC of the raw top-1 confidence (AUROC: how "
+           f"well it separates right from wrong answers, whatever its scale), and ECE / Brier after each map "
+           f"fitted on dev:\n\n{calibration_table(m)}") if m.get("calibration") else ""
+    return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}{cal}\n"
 
 
 def _audit_section(results: Path) -> str:
