@@ -653,6 +653,23 @@ def recompute_auroc(confidence: list, correct: list[bool]) -> float | None:
     return u / (n_pos * n_neg)
 
 
+def auroc_bounds(confidence: list, correct: list[bool]) -> tuple[float, float] | None:
+    """The range of AUROCs the full-precision confidences can have, given their 6-decimal rounding in the run
+    file: rounding is monotone, so a strict order survives it and only rounded ties hide an order. Every
+    tied (correct, wrong) pair counted against (low) or for (high) the correct query; None with one class."""
+    import numpy as np
+
+    conf = np.asarray(_score_confidences(confidence), dtype=np.float64)
+    pos = np.asarray([bool(ok) for ok in correct], dtype=bool)
+    neg_sorted = np.sort(conf[~pos])
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return None
+    below = np.searchsorted(neg_sorted, conf[pos], side="left").sum()
+    at_or_below = np.searchsorted(neg_sorted, conf[pos], side="right").sum()
+    return float(below) / (n_pos * n_neg), float(at_or_below) / (n_pos * n_neg)
+
+
 def recompute_ir(run_rows: list[dict], qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
     """``{query_id: {"mrr_at_10", "recall_at_5", "ndcg_at_10"}}`` for every run row, via ir_measures'
     pytrec_eval provider (see above)."""
@@ -701,6 +718,7 @@ def _recompute_point(rows: list[dict], outcome: dict[str, dict], n_bins: int) ->
     if raw:
         out["brier"] = recompute_brier(raw, [x["correct"] for x in o])
         out["auroc"] = recompute_auroc(raw, [x["correct"] for x in o])
+        out["auroc_bounds"] = auroc_bounds(raw, [x["correct"] for x in o])
     return out
 
 
@@ -772,7 +790,13 @@ def recompute_rows(out_name: str, system: str, per_split: dict, run_rows: list[d
         n_bins = bins.get("n_bins") if isinstance(bins.get("n_bins"), int) and bins.get("n_bins") > 0 else 10
         point = _recompute_point(judged, outcome, n_bins)
         for key in RECOMPUTED_METRICS + SCORE_METRICS:
-            if key in s and key in point:
+            if key == "auroc" and key in s and point.get("auroc_bounds") is not None and s[key] is not None:
+                # rank-based: the run file's 6-decimal rounding can tie two confidences the evaluator told apart
+                lo, hi = point["auroc_bounds"]
+                ok = _bad_number(s[key]) is None and lo - CONFIDENCE_TOL <= float(s[key]) <= hi + CONFIDENCE_TOL
+                rows.append(_inv(f"{p}.auroc", f"recomputed in [{lo:.6f}, {hi:.6f}]", s[key], ok,
+                                 f"{how}; the interval spans the orders the run file's rounded ties allow"))
+            elif key in s and key in point:
                 rows.append(_recomputed_row(f"{p}.{key}", s[key], point[key], how))
         if "ece_error" in point:
             rows.append(_inv(f"{p}.ece", "recomputable", "ERROR", False, f"{run_file}: {point['ece_error']}"))

@@ -274,10 +274,16 @@ def test_stored_brier_and_auroc_are_recomputed_from_the_run_file():
     rows = _score_rows({"test": {"brier": brier, "auroc": auroc}}, run_rows, judgments)
     assert set(rows) == {"main.systems.x.test.brier", "main.systems.x.test.auroc"}
     assert all(r.ok for r in rows.values())
-    # within 1e-6 (the run file's 6-decimal confidences), not beyond
+    # Brier within 1e-6 (the run file's 6-decimal confidences), not beyond; AUROC anywhere in the range the
+    # rounded ties allow (here one tie: [4/9, 5/9]), not outside it
     rows = _score_rows({"test": {"brier": round(brier + 1e-6, 6), "auroc": round(auroc + 3e-6, 6)}},
                        run_rows, judgments)
-    assert rows["main.systems.x.test.brier"].ok and not rows["main.systems.x.test.auroc"].ok
+    assert rows["main.systems.x.test.brier"].ok and rows["main.systems.x.test.auroc"].ok
+    assert not _score_rows({"test": {"brier": round(brier + 3e-6, 6)}}, run_rows, judgments)[
+        "main.systems.x.test.brier"].ok
+    for outside in (4 / 9 - 3e-6, 5 / 9 + 3e-6):
+        assert not _score_rows({"test": {"auroc": round(outside, 6)}}, run_rows, judgments)[
+            "main.systems.x.test.auroc"].ok
     # a split of one class: AUROC must be None
     one = [dict(r, ranked=[r["query_id"].replace("q", "c")]) for r in run_rows]
     rows = _score_rows({"test": {"brier": 0.5, "auroc": None}}, one, judgments)
@@ -333,3 +339,19 @@ def test_brier_auroc_and_calibration_in_a_metrics_file_are_checked(root):
     _write_metrics(root, m)
     _rebless(root)
     assert committed_fails(root) == [("main/metrics.json", "systems.smartvector.test.brier")]
+
+
+def test_auroc_bounds_cover_every_order_that_rounding_hides():
+    from smartvector_bench.regress import auroc_bounds, recompute_auroc
+
+    # full precision: the correct query is above the wrong one; the run file's 6 decimals tie them
+    full = [0.1234561, 0.1234559, 0.9]
+    correct = [True, False, False]
+    rounded = [round(c, 6) for c in full]
+    assert rounded[0] == rounded[1]
+    truth = recompute_auroc(full, correct)          # 0.5: above one wrong, below the other
+    lo, hi = auroc_bounds(rounded, correct)
+    assert (lo, hi) == (0.0, 0.5) and lo <= truth <= hi
+    assert recompute_auroc(rounded, correct) == 0.25  # the tie-half value, which the gate must not demand
+    assert auroc_bounds([0.2, 0.3], [True, True]) is None
+    assert auroc_bounds([0.9, 0.1], [True, False]) == (1.0, 1.0)  # no tie: the bounds meet

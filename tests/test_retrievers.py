@@ -342,3 +342,39 @@ def test_default_config_builds_and_describes():
                                   "exclude_created_after_as_of": True}
     assert d["consolidation"] == {"contradictions": 0, "edges": 1, "events": {}}
     assert r.weights.semantic == 0.35 and r.weights.relational == 0.15
+
+
+def test_smartvector_soft_is_smartvector_without_its_status_filter(tmp_path):
+    """With cosine as the only signal, the status filter is all that keeps superseded versions out: the soft
+    variant (every other setting interpolated from smartvector) returns them, the hard one never does."""
+    import json
+
+    from experiments.main import run as run_main
+    from smartvector_bench.dataset import load_dataset
+
+    from .conftest import TINY, compose_config
+
+    cfg = compose_config(TINY + ["embedder=hashing", "systems=[smartvector,smartvector_soft]", "weights=semantic_only",
+                                 "experiment.n_boot=20", "experiment.n_permutations=20"])
+    soft_cfg = cfg["retrievers"]["smartvector_soft"]
+    assert soft_cfg["exclude_statuses"] == [] and soft_cfg["weights"] == cfg["retrievers"]["smartvector"]["weights"]
+    assert {k: v for k, v in soft_cfg.items() if k != "exclude_statuses"} == \
+        {k: v for k, v in cfg["retrievers"]["smartvector"].items() if k != "exclude_statuses"}
+    metrics = run_main(cfg, tmp_path)
+    ds = load_dataset(metrics["dataset"]["path"])
+    c = ds.corpus
+    superseded_by = {int(p): i for i, p in enumerate(c.supersedes) if p >= 0}  # predecessor -> successor
+
+    def returned_superseded(name):
+        rows = [json.loads(line) for line in (tmp_path / f"run_{name}.jsonl").read_text().splitlines()[1:]]
+        n = 0
+        for q, row in zip(ds.queries.as_of, rows):
+            for cid in row["ranked"]:
+                j = c.index_of[cid]
+                succ = superseded_by.get(j)
+                n += succ is not None and c.valid_from[succ] <= q  # superseded at the query's as_of
+        return n
+
+    assert returned_superseded("smartvector") == 0
+    assert returned_superseded("smartvector_soft") > 0
+    assert metrics["system_info"]["smartvector_soft"]["status_policy"]["exclude"] == []

@@ -146,6 +146,27 @@ def test_package_supersedes_the_old_version_at_ingest_and_never_returns_it():
     assert not np.isin(run.ranked, [0, 1]).any()
 
 
+def test_the_soft_variant_scores_deprecated_vectors_and_restores_their_status():
+    # The hard package never returns the superseded wording (above); with status_filter off the same store
+    # returns it where its four-signal score ranks it, and every status is as it was after the query.
+    r, _corpus = indexed(TWO_VERSIONS, serve_time=T0 + 25, status_filter=False)
+    assert status(r, 0) == "DEPRECATED"
+    run = search(r, ["The meal allowance is 50 euros per day."], [T0 + 21])
+    assert 0 in run.ranked[0].tolist()  # the DEPRECATED v1 chunk is a candidate again
+    assert status(r, 0) == "DEPRECATED" and status(r, 1) == "DEPRECATED" and status(r, 3) == "ACTIVE"
+    assert r.describe()["status_filter"].startswith("off")
+    hard, _ = indexed(TWO_VERSIONS, serve_time=T0 + 25)
+    assert 0 not in search(hard, ["The meal allowance is 50 euros per day."], [T0 + 21]).ranked[0].tolist()
+
+
+def test_the_soft_variant_follows_the_hard_config():
+    cfg = compose_config(["retrievers.smartvector_ref.include_dormant=true"])
+    soft = cfg["retrievers"]["smartvector_ref_soft"]
+    assert soft["kind"] == "smartvector_ref" and soft["status_filter"] is False
+    assert soft["include_dormant"] is True  # interpolated from retrievers.smartvector_ref
+    assert {k: v for k, v in soft.items() if k != "status_filter"} == cfg["retrievers"]["smartvector_ref"]
+
+
 def test_without_consolidation_between_versions_the_package_supersedes_nothing():
     # _find_existing_chunk only sees ACTIVE vectors: with one consolidation at serve time, v1 is still
     # UNCONSOLIDATED when v2 arrives, so both versions stay searchable (the package's design).

@@ -147,3 +147,21 @@ def test_round_trip_and_bad_input(experiment, tmp_path):
         trec_run_lines(r, ds.queries, ds.corpus, tag="my run")
     with pytest.raises(ValueError, match="score must be one of"):
         trec_run_lines(r, ds.queries, ds.corpus, score="raw")
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("folder", ["main", "main_large"])
+def test_the_published_trec_files_score_to_the_published_metrics(folder):
+    """results/<folder>/run_<system>.trec with qrels_<split>.trec, read by ir-measures as an outside user would,
+    give every system's MRR@10, recall@5 and nDCG@10 of metrics.json on both splits."""
+    import json
+
+    root = REPO / "results" / folder
+    metrics = json.loads((root / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["systems"], folder
+    for name in metrics["systems"]:
+        for split in SPLITS:
+            want = {key: metrics["systems"][name][split][key] for key in MEASURES}
+            assert _score(root / f"qrels_{split}.trec", root / f"run_{name}.trec") == want, (folder, name, split)
