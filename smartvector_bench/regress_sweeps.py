@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .sweeps.collect import _num_key  # the order values are listed in (presentation, not a recomputed number)
+
 TIDY, SUMMARY, TIDY_PROVENANCE, QUERIES = "tidy.csv", "summary.json", "tidy.provenance.json", "queries.csv"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
 USABLE = ("complete", "skipped")
@@ -254,13 +256,6 @@ def _tune(df, usable, swept: list[str], res: dict) -> dict:
                          "dev": {"top1": _num(best["top1"]), "mrr_at_10": _num(best["mrr_at_10"])},
                          "test": test_out}
     return out
-
-
-def _num_key(s: str):
-    try:
-        return (0, float(s), s)
-    except (TypeError, ValueError):
-        return (1, 0.0, str(s))
 
 
 def job_counts(df) -> dict:

@@ -73,8 +73,8 @@ def test_registered_and_yaml():
 def test_config_defaults_list():
     line = next(x for x in open(f"{CONF_DIR}/config.yaml", encoding="utf-8") if x.startswith("  - retriever:"))
     assert line.split("#")[0].strip() == (
-        "- retriever: [plain_cosine, bm25, bm25_valid, valid_cosine, recent_cosine, smartvector, smartvector_ref, "
-        "livevectorlake, kg_smartvector, metadata_filter, oracle]")
+        "- retriever: [plain_cosine, bm25, bm25_valid, valid_cosine, recent_cosine, smartvector, smartvector_soft, "
+        "smartvector_ref, smartvector_ref_soft, livevectorlake, kg_smartvector, metadata_filter, oracle]")
 
 
 def test_bm25_params_validated():

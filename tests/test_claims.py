@@ -335,3 +335,40 @@ def test_readme_holds_every_generated_section():
     assert "claims" in MARKER.findall((REPO / "README.md").read_text(encoding="utf-8"))
     assert sorted(placed) == sorted(texts), "every generated section sits in exactly one document"
 
+
+
+def test_the_readme_prose_holds_on_the_committed_results():
+    """Facts the README states in words ("What changed in the verdicts"), checked on results/ so that a
+    republication that changes them fails here until the prose is rewritten."""
+    import pandas as pd
+
+    from smartvector_bench import verdicts
+
+    results = REPO / "results"
+    # the soft variants return the same top-10 as the hard systems on every query of every stored run
+    for folder in ("main", "main_large"):
+        for hard in ("smartvector", "smartvector_ref"):
+            soft_path = results / folder / f"run_{hard}_soft.jsonl"
+            if not soft_path.is_file():
+                continue
+            hard_rows = (results / folder / f"run_{hard}.jsonl").read_text().splitlines()[1:]
+            soft_rows = soft_path.read_text().splitlines()[1:]
+            assert [json.loads(x)["ranked"] for x in hard_rows] == [json.loads(x)["ranked"] for x in soft_rows]
+    q = pd.read_csv(results / "seeds" / "queries.csv")
+    for hard in ("smartvector", "smartvector_ref"):
+        h = q[q.system == hard].set_index(["job", "query_id"])
+        s = q[q.system == f"{hard}_soft"].set_index(["job", "query_id"])
+        assert len(h) == len(s) > 0 and (h[["correct", "stale", "rumor"]] == s[["correct", "stale", "rumor"]]).all().all()
+    # the ECE row: raw ECE lower and AUROC higher with evidence, calibrated ECE not lower
+    args = dict(n_boot=200, seed=0)
+    assert verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "ece", **args).lower
+    assert verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "auroc", **args).higher
+    cal = verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "ece", calibrate="platt", **args)
+    assert cal.value_b >= cal.value_a and not cal.lower
+    # feedback: live below frozen in the last round; McNemar p < 0.05, the family permutation p is not
+    fl = json.loads((results / "feedback_loop" / "feedback_loop.json").read_text())["summary"]
+    assert fl["smartvector_live"]["top1_last"] < fl["smartvector_frozen"]["top1_last"]
+    assert fl["last_round_mcnemar_live_vs"]["smartvector_frozen"]["p_value"] < 0.05
+    assert fl["last_round_permutation_live_vs"]["smartvector_frozen"]["p_value"] >= 0.05
+    # no main-table figure is marked "by construction"
+    assert "(by construction)" not in claims.sections(results)["main"]
