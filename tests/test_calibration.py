@@ -92,6 +92,13 @@ def test_auroc_matches_brute_force_pairs(seed):
     assert auroc(c, y) == pytest.approx(_pairwise_auroc(c, y), abs=1e-12)
     c2 = rng.random(n)
     assert auroc(c2, y) == pytest.approx(_pairwise_auroc(c2, y), abs=1e-12)
+    # and exactly the Mann-Whitney form on scipy's mid-ranks (the published values were computed that way)
+    from scipy.stats import rankdata
+
+    for conf in (c, c2):
+        n_pos = int(y.sum())
+        u = float(rankdata(conf)[y].sum()) - n_pos * (n_pos + 1) / 2.0
+        assert auroc(conf, y) == u / (n_pos * (n - n_pos))
 
 
 # ---------------------------------------------------------------- maps

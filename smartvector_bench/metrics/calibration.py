@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import isotonic_regression, minimize
-from scipy.stats import rankdata
 
 from .clustered import cluster_bootstrap_ci
 
@@ -131,17 +130,24 @@ def auroc(confidence, correct) -> float | None:
     """Area under the ROC curve of ``confidence`` as a score for ``correct`` (discrimination, scale-free).
 
     ``AUC = U / (n_pos n_neg)`` with the Mann-Whitney statistic ``U = R_pos - n_pos (n_pos + 1) / 2``, where
-    ``R_pos`` is the sum of the mid-ranks (``scipy.stats.rankdata``, method="average") of the correct rows.
-    Equivalently ``P(c_pos > c_neg) + 1/2 P(c_pos == c_neg)`` over all (correct, wrong) pairs: ties count 1/2,
-    so a constant confidence gets 0.5. Returns None when only one class (or no row) is present.
+    ``R_pos`` is the sum of the mid-ranks of the correct rows; equivalently ``U = sum over correct rows of
+    (#wrong below + 1/2 #wrong tied)``, i.e. ``P(c_pos > c_neg) + 1/2 P(c_pos == c_neg)`` over all (correct,
+    wrong) pairs: ties count 1/2, so a constant confidence gets 0.5. Computed in that second form (two
+    ``searchsorted`` on the sorted wrong rows: U is a sum of halves, exact in float64, and it is called once per
+    bootstrap resample); ``tests/test_calibration.py`` checks it against ``scipy.stats.rankdata``'s mid-ranks.
+    Returns None when only one class (or no row) is present.
     """
     c, y = _inputs(confidence, correct)
     n_pos = int(y.sum())
     n_neg = int(y.size - n_pos)
     if n_pos == 0 or n_neg == 0:
         return None
-    r_pos = float(rankdata(c)[y].sum())
-    return float((r_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
+    neg = np.sort(c[~y])
+    pos = c[y]
+    below = np.searchsorted(neg, pos, side="left")
+    tied = np.searchsorted(neg, pos, side="right") - below
+    u = float(below.sum()) + 0.5 * float(tied.sum())
+    return float(u / (n_pos * n_neg))
 
 
 # ---------------------------------------------------------------- calibration maps (fit on dev, apply on test)
