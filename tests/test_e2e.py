@@ -278,12 +278,16 @@ def test_main_with_real_minilm_through_the_cli(cli, tmp_path):
     assert power["reference_system"] == "valid_cosine"
     assert power["mde_top1"] is not None and 0.0 < power["mde_top1"] < 1.0 - power["reference_top1"]
     assert power["mde_top1_at_50"] is not None and 0.0 < power["mde_top1_at_50"] < 0.5
-    # Second run from the embedding cache: identical metrics (same seed, same config).
+    # Second run from the embedding cache: identical metrics (same seed, same config). The paper's package and
+    # its soft variant rank by keyword overlap and never read the vectors (and take most of a run's time), so
+    # they sit this one out; the paired tests stay against the same baseline.
+    vector_systems = [s for s in systems if not s.startswith("smartvector_ref")]
     again = cli("smartvector-bench", f"hydra.run.dir={tmp_path / 'again'}",
-                f"embedder.cache_path={tmp_path / 'cache.sqlite'}")
+                f"embedder.cache_path={tmp_path / 'cache.sqlite'}", f"systems=[{','.join(vector_systems)}]")
     assert again.returncode == 0, again.stderr[-3000:]
     second = json.loads((tmp_path / "again" / "metrics.json").read_text())
-    assert second["systems"] == metrics["systems"] and second["power"] == metrics["power"]
+    assert second["systems"] == {s: metrics["systems"][s] for s in vector_systems}
+    assert second["power"] == metrics["power"]
 
 
 @pytest.mark.model

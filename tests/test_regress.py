@@ -25,11 +25,11 @@ from .conftest import REPO, TINY, compose_config
 
 # Overrides of the small runs, per experiment (also passed to the CLI by the rerun tests, so the CLI reproduces
 # the in-process runs exactly).
-SMALL = {
-    "main": TINY + ["embedder=hashing"],
+SMALL = {  # fewer bootstrap resamples than the default 1,000: the gate checks them, their count does not matter
+    "main": TINY + ["embedder=hashing", "experiment.n_boot=100"],
     "reembed_cost": TINY + ["embedder=hashing", "experiment.n_edits=30", "experiment.progress=false"],
     "feedback_loop": TINY + ["embedder=hashing", "experiment.n_boot=20"],
-    "main_large": TINY + ["embedder=hashing"],
+    "main_large": TINY + ["embedder=hashing", "experiment.n_boot=100"],
 }
 
 

@@ -56,40 +56,77 @@ def test_the_blessed_copy_passes(tree):
     assert fails(tree) == []
 
 
-@pytest.mark.parametrize("key", ["stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5"])
-def test_a_main_metric_edit_fails_naming_it(tree, key):
-    def bump(d):
-        s = d["systems"]["plain_cosine"]["test"]
-        s[key] = _nudge(s[key])
+# One value altered per metric, each in its own system or file, and one committed check over all of them: the
+# check takes seconds, and every alteration must still be named on its own line.
+MAIN_EDITS = {"stale_rate": "plain_cosine", "rumor_rate": "bm25", "ece": "valid_cosine", "mrr_at_10": "recent_cosine",
+              "recall_at_5": "kg_smartvector"}
 
-    _edit(tree / "main" / "metrics.json", bump)
-    got = fails(tree)
-    metric = f"systems.plain_cosine.test.{key}"
+
+@pytest.fixture(scope="module")
+def edited(blessed, tmp_path_factory) -> tuple[Path, list[tuple[str, str]], dict]:
+    tree = tmp_path_factory.mktemp("edited") / "results"
+    shutil.copytree(blessed, tree)
+    where: dict = {}
+
+    def main_edits(d):
+        for key, system in MAIN_EDITS.items():
+            s = d["systems"][system]["test"]
+            s[key] = _nudge(s[key])
+        for key, system in (("accuracy", "smartvector"), ("counts", "oracle")):
+            bins = d["systems"][system]["test"]["ece_bins"]
+            i = next(i for i, n in enumerate(bins["counts"]) if n)
+            bins[key][i] = bins[key][i] + 1 if key == "counts" else _nudge(bins[key][i], 0.05)
+            where[key] = (system, i)
+
+    def half_life(d):
+        grid = d["results"]["systems"]["smartvector"]["top1"]
+        grid[1][2] = _nudge(grid[1][2])
+
+    _edit(tree / "main" / "metrics.json", main_edits)
+    _edit(tree / "seeds" / "summary.json",
+          lambda d: d["results"]["systems"]["smartvector"]["test"]["top1"].update(
+              mean=d["results"]["systems"]["smartvector"]["test"]["top1"]["mean"] + 0.01))
+    _edit(tree / "tune" / "summary.json", lambda d: d["results"]["winner"].update(job=7))
+    _edit(tree / "ablation" / "summary.json", lambda d: d["jobs"].update(failed=1))
+    _edit(tree / "half_life" / "summary.json", half_life)
+    _edit(tree / "lvl_eval" / "lvl_eval.json",
+          lambda d: d["change_detection"]["per_class"]["new"].update(recall=0.3))
+    return tree, fails(tree), where
+
+
+@pytest.mark.parametrize("key", list(MAIN_EDITS))
+def test_a_main_metric_edit_fails_naming_it(edited, key):
+    _, got, _ = edited
+    metric = f"systems.{MAIN_EDITS[key]}.test.{key}"
     # the hash, the expected value and the gate's own recomputation from the run file
     assert ("main/metrics.json", "sha256") in got
     assert got.count(("main/metrics.json", metric)) == 2, got
 
 
 @pytest.mark.parametrize("key", ["accuracy", "counts"])
-def test_an_ece_bin_edit_fails_naming_the_bin(tree, key):
-    def bump(d):
-        bins = d["systems"]["smartvector"]["test"]["ece_bins"]
-        i = next(i for i, n in enumerate(bins["counts"]) if n)
-        bins[key][i] = bins[key][i] + 1 if key == "counts" else _nudge(bins[key][i], 0.05)
-        bump.i = i
-
-    _edit(tree / "main" / "metrics.json", bump)
-    got = fails(tree)
-    assert ("main/metrics.json", f"systems.smartvector.test.ece_bins.{key}") in got  # the expected value
-    assert ("main/metrics.json", f"systems.smartvector.test.ece_bins.{key}.{bump.i}") in got  # recomputed
+def test_an_ece_bin_edit_fails_naming_the_bin(edited, key):
+    _, got, where = edited
+    system, i = where[key]
+    assert ("main/metrics.json", f"systems.{system}.test.ece_bins.{key}") in got  # the expected value
+    assert ("main/metrics.json", f"systems.{system}.test.ece_bins.{key}.{i}") in got  # recomputed
 
 
-def test_a_sweep_summary_edit_fails_naming_the_json_path(tree, capsys):
-    def bump(d):
-        d["results"]["systems"]["smartvector"]["test"]["top1"]["mean"] += 0.01
+def test_nothing_unaltered_is_named(edited):
+    _, got, where = edited
+    named = {m for f, m in got if f == "main/metrics.json" and m != "sha256"}
+    altered = {f"systems.{s}.test.{k}" for k, s in MAIN_EDITS.items()}
+    altered |= {f"systems.{s}.test.ece_bins.{k}" for k, (s, _) in where.items()}
+    altered |= {f"systems.{s}.test.ece_bins.{k}.{i}" for k, (s, i) in where.items()}
+    # besides them: the provenance's hash of the file, and the calibration block, which repeats the raw test
+    # figures (an edited ECE or bin count no longer matches it)
+    extra = {m for m in named - altered if m != "PROVENANCE.json sha256"}
+    assert extra == {f"calibration.{s}.{meth}.{k}" for meth in ("platt", "isotonic")
+                     for s, k in ((MAIN_EDITS["ece"], "ece"), (where["counts"][0], "bins.counts"))}, sorted(extra)
 
-    _edit(tree / "seeds" / "summary.json", bump)
-    assert ("seeds/summary.json", "results.systems.smartvector.test.top1.mean") in fails(tree)
+
+def test_a_sweep_summary_edit_fails_naming_the_json_path(edited, capsys):
+    tree, got, _ = edited
+    assert ("seeds/summary.json", "results.systems.smartvector.test.top1.mean") in got
     code = regress.main(["--results-from", str(tree), "--results", str(tree)])
     out = capsys.readouterr().out
     assert code == 1
@@ -98,27 +135,19 @@ def test_a_sweep_summary_edit_fails_naming_the_json_path(tree, capsys):
                                                   "summary " in line and ", tidy.csv gives " in line
 
 
-def test_a_tune_winner_and_job_counts_are_recomputed(tree):
-    _edit(tree / "tune" / "summary.json", lambda d: d["results"]["winner"].update(job=7))
-    _edit(tree / "ablation" / "summary.json", lambda d: d["jobs"].update(failed=1))
-    got = fails(tree)
+def test_a_tune_winner_and_job_counts_are_recomputed(edited):
+    _, got, _ = edited
     assert ("tune/summary.json", "results.winner.job") in got
     assert ("ablation/summary.json", "jobs.failed") in got
 
 
-def test_a_half_life_grid_cell_edit_fails(tree):
-    def bump(d):
-        grid = d["results"]["systems"]["smartvector"]["top1"]
-        grid[1][2] = _nudge(grid[1][2])
-
-    _edit(tree / "half_life" / "summary.json", bump)
-    assert ("half_life/summary.json", "results.systems.smartvector.top1.1.2") in fails(tree)
+def test_a_half_life_grid_cell_edit_fails(edited):
+    _, got, _ = edited
+    assert ("half_life/summary.json", "results.systems.smartvector.top1.1.2") in got
 
 
-def test_an_lvl_eval_figure_edit_fails_naming_it(tree):
-    _edit(tree / "lvl_eval" / "lvl_eval.json",
-          lambda d: d["change_detection"]["per_class"]["new"].update(recall=0.3))
-    got = fails(tree)
+def test_an_lvl_eval_figure_edit_fails_naming_it(edited):
+    _, got, _ = edited
     assert ("lvl_eval/lvl_eval.json", "change_detection.per_class.new.recall") in got
 
 
