@@ -338,7 +338,7 @@ def test_readme_holds_every_generated_section():
 
 
 def test_the_readme_prose_holds_on_the_committed_results():
-    """Facts the README states in words ("What changed in the verdicts"), checked on results/ so that a
+    """Facts docs/results.md states in words ("What changed in the verdicts"), checked on results/ so that a
     republication that changes them fails here until the prose is rewritten."""
     import pandas as pd
 
