@@ -439,6 +439,8 @@ def stale_rate_falls(seeds_df: pd.DataFrame | None, seeds_summary: dict | None, 
         figure += f"; hard smartvector {_pct(hard.mean_b)}"
         if hard.mean_b == 0 and r.mean_b != 0:
             figure += " (0 by construction (status filter))"
+        elif hard.mean_b == r.mean_b:
+            figure += " (the same with the filter off: the signals, not the status filter, keep superseded versions out)"
         else:
             figure += " (superseded versions removed by the status filter; what remains are lagging sources)"
     ref = pooled_paired(seeds_df, "plain_cosine", "smartvector_ref_soft", "stale", min_seeds=min_seeds,

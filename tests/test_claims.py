@@ -197,7 +197,10 @@ def test_stale_rate_wording_and_verdict(tmp_path):
     assert v.verdict == "holds"
     assert v.figure.startswith("5 seeds pooled: plain_cosine 25.0% -> smartvector_soft 12.5%")
     assert "hard smartvector 0.0% (0 by construction (status filter))" in v.figure
-    write_seeds(tmp_path, {**k, "smartvector:stale": 7})  # hard variant keeps lagging sources: not 0
+    write_seeds(tmp_path, {**k, "smartvector:stale": 7})  # hard as stale as soft: the filter changed nothing
+    claim, v = claim_row(tmp_path, "stale-answer rate")
+    assert "by construction" not in v.figure and "the same with the filter off" in v.figure
+    write_seeds(tmp_path, {**k, "smartvector:stale": 6})  # hard variant not 0 and unlike the soft one
     claim, v = claim_row(tmp_path, "stale-answer rate")
     assert "by construction" not in v.figure and "what remains are lagging sources" in v.figure
     write_seeds(tmp_path, {**k, "smartvector_soft:stale": 6})  # the soft variant is as stale as plain
