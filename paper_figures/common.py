@@ -13,7 +13,6 @@ Every figure script has ``make(results_dir, out_dir) -> Outcome``:
 
 from __future__ import annotations
 
-import csv
 import functools
 import io
 import json
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
+import pandas as pd
 
 matplotlib.use("Agg")
 
@@ -238,67 +238,54 @@ def main_systems(metrics: dict, path: Path, split: str = "test") -> list[str]:
 
 # -- CSV -------------------------------------------------------------------------------------------------------
 
-@dataclass
-class Table:
-    path: Path
-    columns: tuple[str, ...]
-    rows: list[dict]  # each row also has "_line" (its line number in the file)
-
-    def num(self, row: dict, column: str, allow_none: bool = False) -> float:
-        return as_float(row[column], f"{self.path}:{row['_line']}: column {column}", allow_none=allow_none)
-
-    def where(self, **equal) -> list[dict]:
-        return [r for r in self.rows if all(r[k] == v for k, v in equal.items())]
-
-
-def load_csv(path: Path, required: tuple[str, ...] | list[str]) -> Table:
-    """A CSV with a header; every ``required`` column must be present (FigureInputError names the first missing)."""
+def load_csv(path: Path, required: tuple[str, ...] | list[str]) -> pd.DataFrame:
+    """A CSV with a header as a DataFrame of stripped strings (an empty cell is ""), indexed by each row's line in
+    the file (for messages; ``attrs["path"]`` is the file); blank lines are left out. Every ``required`` column
+    must be present (FigureInputError names the first missing); a row with more fields than the header is
+    malformed too."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        df = pd.read_csv(path, dtype=str, keep_default_na=False, skip_blank_lines=False, encoding="utf-8")
     except UnicodeDecodeError as e:
         raise FigureInputError(f"{path}: not UTF-8 text ({e})") from None
-    reader = csv.reader(io.StringIO(text))
-    try:
-        header = next(reader)
-    except StopIteration:
+    except pd.errors.EmptyDataError:
         raise FigureInputError(f"{path}: empty file (no header)") from None
-    header = [h.strip() for h in header]
+    except pd.errors.ParserError as e:
+        raise FigureInputError(f"{path}: {e}") from None
+    df.columns = [str(h).strip() for h in df.columns]
     for col in required:
-        if col not in header:
-            raise FigureInputError(f"{path}: missing column {col!r} (columns: {', '.join(header)})")
-    rows = []
-    for lineno, rec in enumerate(reader, start=2):
-        if not rec or all(not c.strip() for c in rec):
-            continue
-        if len(rec) != len(header):
-            raise FigureInputError(f"{path}:{lineno}: {len(rec)} fields, the header has {len(header)}")
-        row = dict(zip(header, (c.strip() for c in rec)))
-        row["_line"] = lineno
-        rows.append(row)
-    return Table(path, tuple(header), rows)
+        if col not in df.columns:
+            raise FigureInputError(f"{path}: missing column {col!r} (columns: {', '.join(df.columns)})")
+    df = df.apply(lambda column: column.str.strip()).set_axis(df.index + 2)
+    df = df[(df != "").any(axis=1)]
+    df.attrs["path"] = path
+    return df
+
+
+def numbers(df: pd.DataFrame, column: str, allow_none: bool = False) -> pd.Series:
+    """A column of :func:`load_csv` as floats; the first bad cell raises FigureInputError naming file, line and
+    column (an empty cell is NaN only if ``allow_none``)."""
+    where = f"{df.attrs['path']}:{{}}: column {column}"
+    return pd.Series([as_float(v, where.format(line), allow_none=allow_none) for line, v in df[column].items()],
+                     index=df.index, dtype=float)
+
+
+def require(df: pd.DataFrame, *columns: str) -> None:
+    """Every cell of ``columns`` is non-empty, else FigureInputError naming file, line and column."""
+    for col in columns:
+        empty = df.index[df[col] == ""]
+        if len(empty):
+            raise FigureInputError(f"{df.attrs['path']}:{empty[0]}: column {col}: missing value")
 
 
 TIDY_BASE = ("status", "system", "split", "dataset_seed", "top1")
 
 
-def load_tidy(path: Path, extra: tuple[str, ...] = (), split: str = "test") -> Table:
-    """A sweep's tidy.csv restricted to usable rows (status complete / skipped) of ``split``."""
+def load_tidy(path: Path, extra: tuple[str, ...] = (), split: str = "test") -> pd.DataFrame:
+    """A sweep's tidy.csv restricted to usable rows (status complete / skipped) of ``split``, ``top1`` as floats."""
     t = load_csv(path, TIDY_BASE + tuple(extra))
-    t.rows = [r for r in t.rows if r["status"] in USABLE_STATUS and r["split"] == split]
-    return t
-
-
-def group(values: dict, key, value) -> None:
-    values.setdefault(key, []).append(value)
-
-
-def mean_sd(xs: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
-    n = len(xs)
-    m = sum(xs) / n
-    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    return m, sd
+    t = t[t["status"].isin(USABLE_STATUS) & (t["split"] == split)]
+    return t.assign(top1=numbers(t, "top1"))
 
 
 # -- drawing and saving ----------------------------------------------------------------------------------------

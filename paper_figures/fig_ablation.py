@@ -13,6 +13,8 @@ import math
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -33,16 +35,11 @@ def preset_order(names) -> list[str]:
     return head + no + only + sorted(names - set(head) - set(no) - set(only))
 
 
-def load(path: Path) -> tuple[dict, set]:
+def load(path: Path) -> pd.DataFrame:
+    """The usable test rows: system, weights preset, dataset seed and top-1."""
     t = c.load_tidy(path, (PRESET,))
-    values: dict = {}
-    seeds = set()
-    for r in t.rows:
-        if not r[PRESET]:
-            raise c.FigureInputError(f"{path}:{r['_line']}: column {PRESET}: missing value")
-        c.group(values, (r["system"], r[PRESET]), t.num(r, "top1"))
-        seeds.add(r["dataset_seed"])
-    return values, seeds
+    c.require(t, PRESET)
+    return t[["system", PRESET, "dataset_seed", "top1"]]
 
 
 @c.styled
@@ -51,18 +48,19 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    values, seeds = load(path)
-    if not values:
+    values = load(path)
+    if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    everything = c.system_order({s for s, _ in values})
+    stats = values.groupby(["system", PRESET])["top1"].agg(["mean", "std"]).fillna({"std": 0.0})  # sd 0: one seed
+    everything = c.system_order(values["system"])
     col = c.colours(everything)
     systems = [s for s in everything if s not in REFERENCE_SYSTEMS] or everything  # baselines alone: panels
     lines = {}
     for s in everything:
-        if s in REFERENCE_SYSTEMS and s not in systems:
-            rows = values.get((s, REFERENCE)) or [v for (s2, _), vs in sorted(values.items()) if s2 == s for v in vs]
-            lines[s] = c.mean_sd(rows)[0]
-    presets = preset_order({p for s, p in values if s in systems})
+        if s in REFERENCE_SYSTEMS and s not in systems:  # its paper preset's mean, else its mean over every job
+            lines[s] = (stats.loc[(s, REFERENCE), "mean"] if (s, REFERENCE) in stats.index
+                        else values.loc[values["system"] == s, "top1"].mean())
+    presets = preset_order(set(values.loc[values["system"].isin(systems), PRESET]))
     ncols = min(3, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     fig = c.new_figure(max(6.0, 3.3 * ncols + 0.9), (0.24 * len(presets) + 0.9) * nrows + 0.5)
@@ -70,17 +68,16 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     ys = list(range(len(presets)))[::-1]
     for i, s in enumerate(systems):
         ax = axes[i // ncols][i % ncols]
-        stats = [c.mean_sd(values[s, p]) if (s, p) in values else (math.nan, math.nan) for p in presets]
-        means = [0.0 if math.isnan(m) else m for m, _ in stats]
-        sds = [0.0 if math.isnan(sd) else sd for _, sd in stats]
+        mine = stats.reindex([(s, p) for p in presets])
+        means, sds = mine["mean"].fillna(0.0).tolist(), mine["std"].fillna(0.0).tolist()
         ax.barh(ys, means, height=0.7, color=col[s], alpha=0.85, zorder=2)
         ax.errorbar(means, ys, xerr=sds, fmt="none", ecolor="black", elinewidth=0.8, capsize=2, zorder=3)
-        for y, (m, sd) in zip(ys, stats):  # the value right of the whisker
+        for y, (m, sd) in zip(ys, mine[["mean", "std"]].itertuples(index=False)):  # the value right of the whisker
             ax.text((0.0 if math.isnan(m) else m + sd) + 0.015, y,
                     "n/a" if math.isnan(m) else f"{100 * m:.1f}% (\u00b1{100 * sd:.1f})", va="center", ha="left",
                     fontsize=6, zorder=4)
-        if (s, REFERENCE) in values:
-            ax.axvline(c.mean_sd(values[s, REFERENCE])[0], color="black", ls="--", lw=0.8, zorder=1)
+        if (s, REFERENCE) in stats.index:
+            ax.axvline(stats.loc[(s, REFERENCE), "mean"], color="black", ls="--", lw=0.8, zorder=1)
         for name, v in lines.items():
             ax.axvline(v, color=col[name], ls=":", lw=1.4, zorder=1, label=f"{name} {100 * v:.1f}%")
         if lines:
@@ -94,7 +91,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
             ax.set_xlabel("top-1 accuracy (test split)")
     for j in range(len(systems), nrows * ncols):
         axes[j // ncols][j % ncols].set_visible(False)
-    n = len(seeds)
+    n = values["dataset_seed"].nunique()
     ref = f"; dotted: {', '.join(lines)} (ignore the weights)" if lines else ""
     fig.suptitle(f"Ablation of the retrieval signals by weights preset (test split)\nbars: mean over {n} "
                  f"seed{'s' if n != 1 else ''}; whiskers: \u00b11 sample sd over seeds\n"

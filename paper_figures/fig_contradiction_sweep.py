@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -21,14 +23,10 @@ INPUT = Path("contradiction_sweep") / "tidy.csv"
 RATE = "dataset.contradiction_rate"
 
 
-def load(path: Path) -> tuple[dict, set]:
+def load(path: Path) -> pd.DataFrame:
+    """The usable test rows: system, contradiction rate (a number), dataset seed and top-1."""
     t = c.load_tidy(path, (RATE,))
-    values: dict = {}
-    seeds = set()
-    for r in t.rows:
-        c.group(values, (r["system"], t.num(r, RATE)), t.num(r, "top1"))
-        seeds.add(r["dataset_seed"])
-    return values, seeds
+    return t.assign(**{RATE: c.numbers(t, RATE)})[["system", RATE, "dataset_seed", "top1"]]
 
 
 @c.styled
@@ -37,26 +35,26 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    values, seeds = load(path)
-    if not values:
+    values = load(path)
+    if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    systems = c.system_order({s for s, _ in values})
+    stats = values.groupby(["system", RATE])["top1"].agg(["mean", "min", "max"])  # sorted by rate per system
+    systems = c.system_order(values["system"])
     col = c.colours(systems)
     fig = c.new_figure(6.8, 3.6)
     ax = fig.subplots()
     for s in systems:
-        xs = sorted(x for s2, x in values if s2 == s)
-        stats = [values[s, x] for x in xs]
-        means = [c.mean_sd(v)[0] for v in stats]
-        ax.fill_between(xs, [min(v) for v in stats], [max(v) for v in stats], color=col[s], alpha=0.15, lw=0)
-        ax.plot(xs, means, marker="o", ms=3, lw=1.3, color=col[s], ls=c.line_style(s),
+        mine = stats.loc[s]
+        xs = mine.index.tolist()
+        ax.fill_between(xs, mine["min"].tolist(), mine["max"].tolist(), color=col[s], alpha=0.15, lw=0)
+        ax.plot(xs, mine["mean"].tolist(), marker="o", ms=3, lw=1.3, color=col[s], ls=c.line_style(s),
                 label=f"{s} (reads labels)" if s in c.CEILINGS else s)
     ax.set_ylim(0, 1)
     c.percent_axis(ax.yaxis)
     c.percent_axis(ax.xaxis)
     ax.set_xlabel("contradiction rate (share of chat messages stating a wrong value)")
     ax.set_ylabel("top-1 accuracy (test split)")
-    n = len(seeds)
+    n = values["dataset_seed"].nunique()
     styles = (["dashed: baselines"] if any(s in c.BASELINES for s in systems) else []) + (
         ["dotted: ceiling (reads labels)"] if any(s in c.CEILINGS for s in systems) else [])
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -26,14 +28,13 @@ COLUMNS = ("round", "days_from_now", "system", "split", "top1", "top1_lo", "top1
 def load(path: Path) -> dict[str, dict[str, list[tuple[float, float, float, float]]]]:
     """{split: {system: [(days, top1, lo, hi)] sorted by days}} for the test and dev splits."""
     t = c.load_csv(path, COLUMNS)
-    out: dict[str, dict[str, list]] = {}
-    for split in (SPLIT, IN_SAMPLE):
-        series: dict[str, list] = {}
-        for r in t.where(split=split):
-            c.group(series, r["system"], (t.num(r, "days_from_now"), t.num(r, "top1"),
-                                          t.num(r, "top1_lo", allow_none=True), t.num(r, "top1_hi", allow_none=True)))
-        out[split] = {s: sorted(v) for s, v in series.items()}
-    return out
+    t = t[t["split"].isin((SPLIT, IN_SAMPLE))]
+    points = pd.DataFrame({"split": t["split"], "system": t["system"], "days": c.numbers(t, "days_from_now"),
+                           "top1": c.numbers(t, "top1"), "lo": c.numbers(t, "top1_lo", allow_none=True),
+                           "hi": c.numbers(t, "top1_hi", allow_none=True)}).sort_values(["days", "top1", "lo", "hi"])
+    return {split: {system: list(g[["days", "top1", "lo", "hi"]].itertuples(index=False, name=None))
+                    for system, g in points[points["split"] == split].groupby("system")}
+            for split in (SPLIT, IN_SAMPLE)}
 
 
 @c.styled

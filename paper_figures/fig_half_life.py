@@ -12,6 +12,8 @@ import math
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -23,16 +25,13 @@ TEMPORAL = "retrievers.smartvector.temporal.half_life_days"
 CONFIDENCE = "retrievers.smartvector.confidence.half_life_days"
 
 
-def load(path: Path) -> tuple[dict, bool, set]:
+def load(path: Path) -> tuple[pd.DataFrame, bool]:
+    """The usable test rows (system, the half-lives as numbers, dataset seed, top-1) and whether the confidence
+    half-life was swept (a column of its own); if not, its column is NaN."""
     t = c.load_tidy(path, (TEMPORAL,))
     has_conf = CONFIDENCE in t.columns
-    values: dict = {}
-    seeds = set()
-    for r in t.rows:
-        conf = t.num(r, CONFIDENCE) if has_conf else None
-        c.group(values, (r["system"], t.num(r, TEMPORAL), conf), t.num(r, "top1"))
-        seeds.add(r["dataset_seed"])
-    return values, has_conf, seeds
+    t = t.assign(**{TEMPORAL: c.numbers(t, TEMPORAL), CONFIDENCE: c.numbers(t, CONFIDENCE) if has_conf else math.nan})
+    return t[["system", TEMPORAL, CONFIDENCE, "dataset_seed", "top1"]], has_conf
 
 
 @c.styled
@@ -41,12 +40,13 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    values, has_conf, seeds = load(path)
-    if not values:
+    values, has_conf = load(path)
+    if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    systems = c.system_order({s for s, _, _ in values})
-    xs = sorted({x for _, x, _ in values})
-    ys = sorted({y for _, _, y in values}) if has_conf else [None]
+    means = values.groupby(["system", TEMPORAL, CONFIDENCE], dropna=False)["top1"].mean()
+    systems = c.system_order(values["system"])
+    xs = sorted(set(values[TEMPORAL]))
+    ys = sorted(set(values[CONFIDENCE])) if has_conf else [math.nan]
     ncols = min(3, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     cell = 0.55
@@ -55,12 +55,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     image = None
     for i, s in enumerate(systems):
         ax = axes[i // ncols][i % ncols]
-        grid = []
-        for y in ys:
-            row = []
-            for x in xs:
-                row.append(c.mean_sd(values[s, x, y])[0] if (s, x, y) in values else math.nan)
-            grid.append(row)
+        grid = means[s].unstack(TEMPORAL).reindex(index=ys, columns=xs).to_numpy().tolist()  # rows: confidence
         image = ax.imshow(grid, origin="lower", cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto",
                           interpolation="nearest")
         for yi, row in enumerate(grid):
@@ -80,7 +75,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         cb = fig.colorbar(image, ax=axes, shrink=0.9)
         cb.set_label("top-1 accuracy (test split)")
         c.percent_axis(cb.ax.yaxis)
-    n = len(seeds)
+    n = values["dataset_seed"].nunique()
     fig.suptitle(f"Half-life sensitivity: top-1 (%, mean over {n} seed{'s' if n != 1 else ''})")
     return c.save(fig, out_dir, NAME)
 

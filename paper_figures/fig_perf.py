@@ -32,21 +32,19 @@ def _order(names) -> list[str]:
 
 
 def load(path: Path) -> tuple[dict, dict]:
+    """({system: [(N, median, p05, p95)] sorted} of the search case's batch times, {system: {N: (p50, p95, p99)}}
+    of the single-query latencies), synthetic vectors only."""
     t = c.load_csv(path, COLUMNS)
-    batch: dict[str, list[tuple[int, float, float, float]]] = {}
-    latency: dict[str, dict[int, tuple[float, float, float]]] = {}
-    for r in t.rows:
-        if r["vectors"] != "synthetic":
-            continue
-        n = int(t.num(r, "n_vectors"))
-        if r["case"] == "search_batch" and r["metric"] == "qps":
-            continue
-        if r["case"] == "search_batch" and r["metric"] == "batch_s" and r["system"] in SAME_BATCH:
-            batch.setdefault(r["system"], []).append((n, t.num(r, "median"), t.num(r, "p05"), t.num(r, "p95")))
-        elif r["metric"] == "query_ms" and r["case"] in ("search_latency", "asof_latency"):
-            latency.setdefault(r["system"], {})[n] = (t.num(r, "median"), t.num(r, "p95"), t.num(r, "p99"))
-    for v in batch.values():
-        v.sort()
+    t = t[t["vectors"] == "synthetic"]
+    t = t.assign(n_vectors=c.numbers(t, "n_vectors").astype(int))
+    b = t[(t["case"] == "search_batch") & (t["metric"] == "batch_s") & t["system"].isin(SAME_BATCH)]
+    b = b.assign(**{k: c.numbers(b, k) for k in ("median", "p05", "p95")})
+    lat = t[(t["metric"] == "query_ms") & t["case"].isin(("search_latency", "asof_latency"))]
+    lat = lat.assign(**{k: c.numbers(lat, k) for k in ("median", "p95", "p99")})
+    batch = {s: sorted(g[["n_vectors", "median", "p05", "p95"]].itertuples(index=False, name=None))
+             for s, g in b.groupby("system")}
+    latency = {s: {n: (m, p95, p99) for n, m, p95, p99 in g[["n_vectors", "median", "p95", "p99"]].itertuples(
+        index=False, name=None)} for s, g in lat.groupby("system")}
     return batch, latency
 
 

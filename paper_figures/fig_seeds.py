@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -27,14 +29,11 @@ def _seed_key(seed: str):
         return (1, 0.0, seed)
 
 
-def load(path: Path) -> dict[str, dict[str, list[float]]]:
+def load(path: Path) -> pd.DataFrame:
+    """Test top-1 per system and dataset seed (the mean of the seed's rows, if it has several)."""
     t = c.load_tidy(path)
-    out: dict = {}
-    for r in t.rows:
-        if not r[SEED]:
-            raise c.FigureInputError(f"{path}:{r['_line']}: column {SEED}: missing value")
-        out.setdefault(r["system"], {}).setdefault(r[SEED], []).append(t.num(r, "top1"))
-    return out
+    c.require(t, SEED)
+    return t.groupby(["system", SEED], sort=False)["top1"].mean().reset_index()
 
 
 @c.styled
@@ -44,10 +43,11 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
     data = load(path)
-    if not data:
+    if data.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    systems = c.system_order(data)
-    seeds = sorted({sd for s in data.values() for sd in s}, key=_seed_key)
+    systems = c.system_order(data["system"])
+    seeds = sorted(set(data[SEED]), key=_seed_key)
+    stats = data.groupby("system")["top1"].agg(["mean", "std", "max"]).fillna({"std": 0.0})  # sd 0 for one seed
     col = c.colours(systems)
     fig = c.new_figure(max(5.0, 0.8 * len(systems) + 2.0), 3.6)
     ax = fig.subplots()
@@ -55,14 +55,14 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     offsets = {sd: (i - (k - 1) / 2) * (0.5 / max(k - 1, 1)) for i, sd in enumerate(seeds)}  # fixed, not random
     markers = "osD^vP*Xh<>p"
     for x, s in enumerate(systems):
-        per_seed = {sd: sum(v) / len(v) for sd, v in data[s].items()}  # one value per seed
+        per_seed = dict(data.loc[data["system"] == s, [SEED, "top1"]].itertuples(index=False))
         for j, sd in enumerate(seeds):
             if sd in per_seed:
                 ax.plot([x + offsets[sd]], [per_seed[sd]], ls="none", marker=markers[j % len(markers)], ms=4,
                         mfc="none", mec=col[s], mew=1.0, zorder=3)
-        m, sd_ = c.mean_sd(list(per_seed.values()))
+        m, sd_, top = stats.loc[s]
         ax.hlines(m, x - 0.32, x + 0.32, color="black", lw=1.6, zorder=4)
-        ax.annotate(f"{100 * m:.1f}% ({100 * sd_:.1f})", (x, max(per_seed.values())), xytext=(0, 5),
+        ax.annotate(f"{100 * m:.1f}% ({100 * sd_:.1f})", (x, top), xytext=(0, 5),
                     textcoords="offset points",
                     ha="center", va="bottom", fontsize=6.5, zorder=5)
     for j, sd in enumerate(seeds):  # legend: marker per seed

@@ -14,6 +14,8 @@ import math
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 try:
     from . import common as c
 except ImportError:
@@ -46,35 +48,30 @@ def _span(xs) -> str:
     return f"{lo}" if lo == hi else f"{lo}-{hi}"
 
 
-def load(path: Path) -> tuple[list[str], dict, dict, dict]:
-    """(profiles, {(profile, rule): [test top-1 per seed]}, {rule: kind}, {profile: "n test queries in f
-    families" or ""})."""
+def load(path: Path) -> tuple[list[str], pd.DataFrame, dict, dict]:
+    """(profiles, the rows: profile, rule, test top-1 (one per seed), {rule: kind}, {profile: "n test queries in
+    f families" or ""})."""
     t = c.load_csv(path, COLUMNS)
-    values: dict = {}
-    kinds: dict = {}
-    counts: dict = {}
-    seen: set = set()
-    for r in t.rows:
-        for col in ("profile", "seed", "rule", "kind"):
-            if not r[col]:
-                raise c.FigureInputError(f"{path}:{r['_line']}: column {col}: missing value")
-        key = (r["profile"], r["seed"], r["rule"])
-        if key in seen:
-            raise c.FigureInputError(f"{path}:{r['_line']}: duplicate row for profile {key[0]}, seed {key[1]}, "
-                                     f"rule {key[2]}")
-        seen.add(key)
-        if kinds.setdefault(r["rule"], r["kind"]) != r["kind"]:
-            raise c.FigureInputError(f"{path}:{r['_line']}: column kind: rule {r['rule']} is {kinds[r['rule']]!r} "
-                                     f"in an earlier row, {r['kind']!r} here")
-        c.group(values, (r["profile"], r["rule"]), t.num(r, "test_top1"))
-        c.group(counts, r["profile"], (t.num(r, "n_test", allow_none=True),
-                                       t.num(r, "n_test_families", allow_none=True)))
-    profiles = _ordered({p for p, _ in values}, PROFILE_ORDER)
+    c.require(t, "profile", "seed", "rule", "kind")
+    dup = t.index[t.duplicated(["profile", "seed", "rule"])]
+    if len(dup):
+        r = t.loc[dup[0]]
+        raise c.FigureInputError(f"{path}:{dup[0]}: duplicate row for profile {r['profile']}, seed {r['seed']}, "
+                                 f"rule {r['rule']}")
+    first = t.groupby("rule")["kind"].transform("first")
+    if (t["kind"] != first).any():
+        line = t.index[t["kind"] != first][0]
+        raise c.FigureInputError(f"{path}:{line}: column kind: rule {t.at[line, 'rule']} is {first[line]!r} "
+                                 f"in an earlier row, {t.at[line, 'kind']!r} here")
+    t = t.assign(test_top1=c.numbers(t, "test_top1"), n_test=c.numbers(t, "n_test", allow_none=True),
+                 n_test_families=c.numbers(t, "n_test_families", allow_none=True))
+    kinds = dict(zip(t["rule"], first))
+    profiles = _ordered(set(t["profile"]), PROFILE_ORDER)
     n = {}
-    for p in profiles:
-        q, f = _span(x for x, _ in counts[p]), _span(y for _, y in counts[p])
+    for p, g in t.groupby("profile"):
+        q, f = _span(g["n_test"]), _span(g["n_test_families"])
         n[p] = f"{q} test queries in {f} families" if q and f else (f"{q} test queries" if q else "")
-    return profiles, values, kinds, n
+    return profiles, t[["profile", "rule", "test_top1"]], kinds, n
 
 
 def rule_order(kinds: dict) -> list[str]:
@@ -92,7 +89,8 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    profiles, values, kinds, counts = load(path)
+    profiles, rows, kinds, counts = load(path)
+    stats = rows.groupby(["profile", "rule"])["test_top1"].agg(["mean", "min", "max", "size"])
     rules = rule_order(kinds)
     if not profiles or not rules:
         return c.skip(NAME, f"no cue rules in {path}")
@@ -102,21 +100,20 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     axes = fig.subplots(1, len(profiles), sharey=True, sharex=True, squeeze=False)[0]
     ys = list(range(len(rules)))[::-1]  # first rule at the top
     seeds_used = set()
-    top = max([max(v) for v in values.values()] + [0.0])
+    top = max(stats["max"].max(), 0.0)
     for ax, p in zip(axes, profiles):
-        base = values.get((p, BASELINE))
-        base_mean = c.mean_sd(base)[0] if base else math.nan
-        if base:
-            ax.axvspan(min(base), max(base), color=c.PALETTE[BASELINE], alpha=0.15, lw=0, zorder=0)
+        base = stats.loc[(p, BASELINE)] if (p, BASELINE) in stats.index else None
+        base_mean = math.nan if base is None else base["mean"]
+        if base is not None:
+            ax.axvspan(base["min"], base["max"], color=c.PALETTE[BASELINE], alpha=0.15, lw=0, zorder=0)
             ax.axvline(base_mean, color=c.PALETTE[BASELINE], ls=":", lw=1.6, zorder=3.5,
                        label=f"{BASELINE} (every rule's start): mean, band min-max over seeds")
         for y, rule in zip(ys, rules):
-            v = values.get((p, rule))
-            if not v:
+            if (p, rule) not in stats.index:
                 ax.text(0.01, y, "not run", va="center", ha="left", fontsize=6, color="#555555")
                 continue
-            seeds_used.add(len(v))
-            m, lo, hi = c.mean_sd(v)[0], min(v), max(v)
+            m, lo, hi, k = stats.loc[(p, rule)]
+            seeds_used.add(int(k))
             ax.barh([y], [m], height=0.65, color=kind_col[kinds[rule]], alpha=0.85, zorder=2)
             ax.errorbar([m], [y], xerr=[[m - lo], [hi - m]], fmt="none", ecolor="black", elinewidth=0.9,
                         capsize=2.5, zorder=3)

@@ -364,6 +364,21 @@ def test_non_numeric_value_names_file_line_and_column(results, tmp_path):
         MODULES["fig_seeds"].make(broken, tmp_path / "figures")
 
 
+def test_csv_line_numbers_count_blank_lines_and_extra_fields_are_malformed(results, tmp_path):
+    path = tmp_path / "results" / "seeds" / "tidy.csv"
+    shutil.copytree(results / "seeds", path.parent)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = next(k for k, line in enumerate(lines) if ",test," in line)
+    cells = lines[i].split(",")
+    cells[cells.index("test") + 2] = "n/a"  # top1, after split and n_queries
+    path.write_text("\n".join(lines[:i] + ["", ",".join(cells)] + lines[i + 1:]) + "\n", encoding="utf-8")
+    with pytest.raises(common.FigureInputError, match=rf"tidy\.csv:{i + 2}: column top1: expected a number"):
+        MODULES["fig_seeds"].make(tmp_path / "results", tmp_path / "figures")
+    path.write_text("\n".join(lines[:i] + [lines[i] + ",extra"] + lines[i + 1:]) + "\n", encoding="utf-8")
+    with pytest.raises(common.FigureInputError, match=rf"{path}: .*line {i + 1}"):
+        MODULES["fig_seeds"].make(tmp_path / "results", tmp_path / "figures")
+
+
 def test_invalid_json_is_malformed(tmp_path):
     path = tmp_path / "results" / "main" / "metrics.json"
     path.parent.mkdir(parents=True)

@@ -12,6 +12,10 @@ from ``hydra.sweeper.params`` and the recorded task overrides exactly as Hydra's
 - ``tidy.provenance.json``: schema version, sweep, preset, git sha(s), package versions, jobs by status, params;
 - ``summary.json``: job counts, the failed and missing jobs, and what the preset needs (see ``summarise``).
 
+The tables are pandas DataFrames (:func:`tidy_frame`, :func:`query_frame`, written with ``to_csv``) and the
+summaries are groupbys over the tidy frame; the three files have the bytes the hand-written CSV code wrote
+(recollecting a published sweep changes none of its files under ``results/``).
+
 Prints a readable summary and exits 0 when every planned job is complete (run now or skipped as already
 complete), 1 otherwise, 2 on bad input (not a sweep folder).
 
@@ -23,8 +27,7 @@ folder without a usable metrics.json: killed, still running, or metrics deleted)
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import json
 import math
 import os
 import sys
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
 from .. import SCHEMA_VERSION as BENCH_SCHEMA_VERSION
@@ -50,6 +54,7 @@ TIDY_PROVENANCE = "tidy.provenance.json"
 QUERIES = "queries.csv"
 QUERY_COLUMNS = ("dataset_seed", "system", "query_id", "split", "family", "category", "correct", "stale", "rumor",
                  "confidence")
+FLAGS = ("correct", "stale", "rumor")
 SUMMARY = "summary.json"
 METRICS_FILE = "metrics.json"
 
@@ -316,7 +321,7 @@ def collect(sweep_dir: str | Path) -> Collection:
     return Collection(sweep_dir, preset, plan, results, unplanned, experiment_cfg)
 
 
-# --- tidy.csv ------------------------------------------------------------------------------------------------
+# --- tidy.csv and queries.csv: DataFrames --------------------------------------------------------------------
 
 def _rel(path: Path | None, base: Path) -> str:
     if path is None:
@@ -332,40 +337,53 @@ def _ci(m: dict, key: str) -> tuple[Any, Any]:
     return (ci[0], ci[1]) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
 
 
-def tidy_rows(c: Collection) -> tuple[list[str], list[dict]]:
+def _seed(r: JobResult) -> str:
+    return str(r.job.swept.get("dataset.seed", (r.metrics.get("dataset") or {}).get("seed")))
+
+
+def system_rows(m: dict) -> list[dict]:
+    """The rows of one metrics.json (experiment=main): one per system x split (systems sorted; dev, test, then any
+    other split sorted), keyed by ``RESULT_COLUMNS`` (a metric's interval as ``<metric>_lo`` / ``_hi``)."""
+    prov, ds = m.get("provenance") or {}, m.get("dataset") or {}
+    common = {"dataset_sha256": ds.get("sha256"), "dataset_seed": ds.get("seed"),
+              "git_sha": (prov.get("git") or {}).get("sha"), "config_sha256": prov.get("config_sha256")}
+    rows = []
+    for system, per_split in sorted(m["systems"].items()):
+        per_split = per_split or {}
+        for split in [s for s in SPLITS if s in per_split] + sorted(set(per_split) - set(SPLITS)):
+            sm = per_split[split] or {}
+            rows.append({"system": system, "split": split, **common}
+                        | {k: sm.get(k) for k in ("n_queries", "mcnemar_p", "permutation_p", *CI_METRICS)}
+                        | {f"{k}_{end}": v for k in CI_METRICS for end, v in zip(("lo", "hi"), _ci(sm, k))})
+    return rows
+
+
+def tidy_frame(c: Collection) -> pd.DataFrame:
+    """tidy.csv as a DataFrame: one row per job x system x split (systems sorted; dev, test, then any other split
+    sorted), one row with empty metrics for a job without usable metrics; the columns of tidy.csv in order, then
+    two private ones for the summaries (``_seed``: the job's seed as a string; ``_label``: its swept overrides).
+
+    The cells are the metrics.json values themselves (dtype object, nothing inferred): an int stays an int and a
+    float keeps its repr, so ``to_csv`` writes the bytes tidy.csv has always had (no 70.0 for 70 in a column that
+    also holds a failed job's empty cell)."""
     header = list(JOB_COLUMNS) + list(c.plan.swept_keys) + list(RESULT_COLUMNS)
     rows = []
     for r in c.results:
-        base = {"sweep": c.sweep_dir.name, "job": r.job.num,
-                "job_dir": _rel(r.folder, c.sweep_dir) if r.folder else (r.job.dirname or ""),
-                "status": r.status, "overrides": " ".join(r.job.overrides), **r.job.swept}
+        job = {"sweep": c.sweep_dir.name, "job": r.job.num, "status": r.status, "overrides": " ".join(r.job.overrides),
+               "job_dir": _rel(r.folder, c.sweep_dir) if r.folder else (r.job.dirname or ""), **r.job.swept,
+               "_label": r.job.label}
         if r.metrics is None:
-            rows.append(base)
+            rows.append(job)
             continue
-        m = r.metrics
-        prov = m.get("provenance") or {}
-        ds = m.get("dataset") or {}
-        common = {"dataset_sha256": ds.get("sha256"), "dataset_seed": ds.get("seed"),
-                  "git_sha": (prov.get("git") or {}).get("sha"), "config_sha256": prov.get("config_sha256")}
-        for system in sorted(m["systems"]):
-            per_split = m["systems"][system] or {}
-            for split in [s for s in SPLITS if s in per_split] + sorted(set(per_split) - set(SPLITS)):
-                sm = per_split[split] or {}
-                row = {**base, "system": system, "split": split, "n_queries": sm.get("n_queries"), **common,
-                       "mcnemar_p": sm.get("mcnemar_p"), "permutation_p": sm.get("permutation_p")}
-                for key in CI_METRICS:
-                    row[key] = sm.get(key)
-                    row[f"{key}_lo"], row[f"{key}_hi"] = _ci(sm, key)
-                rows.append(row)
-    return header, rows
+        rows += [job | {"_seed": _seed(r)} | row for row in system_rows(r.metrics)]
+    return pd.DataFrame(rows, columns=[*header, "_seed", "_label"], dtype=object)
 
 
-def query_rows(c: Collection) -> tuple[list[str], list[dict]]:
-    """Per-query outcomes of every usable job, from its run files (see the module docstring)."""
-    import json
-
-    header = ["job", "job_dir"] + list(c.plan.swept_keys) + list(QUERY_COLUMNS)
-    rows = []
+def query_frame(c: Collection) -> pd.DataFrame:
+    """Per-query outcomes of every usable job, from its run files (see the module docstring); cells as in
+    :func:`tidy_frame`, the three flags as 0/1."""
+    header = ["job", "job_dir", *c.plan.swept_keys, *QUERY_COLUMNS]
+    records = []
     for r in _usable(c):
         base = {"job": r.job.num, "job_dir": _rel(r.folder, c.sweep_dir), **r.job.swept,
                 "dataset_seed": (r.metrics.get("dataset") or {}).get("seed")}
@@ -373,34 +391,32 @@ def query_rows(c: Collection) -> tuple[list[str], list[dict]]:
             path = r.folder / f"run_{system}.jsonl"
             if not path.is_file():  # a job folder trimmed by hand: its tidy rows stand, it has no query rows
                 continue
-            for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-                q = json.loads(line)
-                conf = q.get("confidence")
-                rows.append({**base, "system": system, "query_id": q["query_id"], "split": q["split"],
-                             "family": q.get("family"), "category": q.get("category"),
-                             "correct": int(bool(q["correct"])), "stale": int(bool(q["stale"])),
-                             "rumor": int(bool(q["rumor"])), "confidence": conf})
-    return header, rows
+            records += [base | {"system": system} | {k: q[k] for k in ("query_id", "split", *FLAGS)}
+                        | {k: q.get(k) for k in ("family", "category", "confidence")}
+                        for q in map(json.loads, path.read_text(encoding="utf-8").splitlines()[1:])]  # 1: header
+    df = pd.DataFrame(records, columns=header, dtype=object)
+    df[list(FLAGS)] = df[list(FLAGS)].astype(bool).astype(int)
+    return df
 
 
-def _csv_text(header: list[str], rows: list[dict]) -> str:
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=header, lineterminator="\n", extrasaction="raise")
-    w.writeheader()
-    for row in rows:
-        w.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in header})
-    return buf.getvalue()
+def _csv_text(df: pd.DataFrame) -> str:
+    return df.to_csv(index=False, na_rep="", lineterminator="\n")
 
 
-# --- summary.json --------------------------------------------------------------------------------------------
+# --- summary.json: groupby over the tidy frame -----------------------------------------------------------------
 
 def _r6(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
 
 
-def mean_sd(values: list[float]) -> dict:
-    """Mean, sample standard deviation (ddof = 1; None for fewer than 2 values) and n."""
-    xs = [float(v) for v in values if v is not None]
+def _mean_sd(values: pd.Series) -> dict:
+    """Mean, sample standard deviation (ddof = 1; None for fewer than 2 values) and n, at 6 decimals.
+
+    Summed one value after the other in the group's order, as every published summary.json was: pandas' own
+    groupby mean (compensated summation) and std (Welford), numpy's pairwise sums and its square (x*x where
+    Python's ``**`` calls pow) all differ in the last bits, and a mean of four 6-decimal values that ends in 5 at
+    the 7th decimal then rounds the other way (in 7% of such groups): the bytes of summary.json would move."""
+    xs = [float(v) for v in values]
     n = len(xs)
     if n == 0:
         return {"mean": None, "sd": None, "n": 0}
@@ -409,102 +425,85 @@ def mean_sd(values: list[float]) -> dict:
     return {"mean": _r6(mean), "sd": _r6(sd), "n": n}
 
 
+def _py(v: Any) -> Any:
+    """A cell as JSON wants it: a missing value (NaN) is None."""
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
 def _usable(c: Collection) -> list[JobResult]:
     return [r for r in c.results if r.status in USABLE and r.metrics is not None]
 
 
-def _value(r: JobResult, system: str, split: str, metric: str) -> float | None:
-    return (((r.metrics or {}).get("systems") or {}).get(system) or {}).get(split, {}).get(metric)
+def _stats(rows: pd.DataFrame, split: str, metrics=SUMMARY_METRICS) -> dict:
+    """system -> metric -> mean / sd / n and the per-seed values on ``split``, over usable tidy rows in job order
+    (every system of the rows, whatever their split)."""
+    long = rows[rows["split"] == split].melt(id_vars=["system", "_seed"], value_vars=list(metrics),
+                                             var_name="metric").dropna(subset=["value"])
+    groups = dict(list(long.groupby(["system", "metric"], sort=False)))
+    empty = long.iloc[:0]
+    return {system: {m: {**_mean_sd((g := groups.get((system, m), empty))["value"]),
+                         "per_seed": dict(zip(g["_seed"], g["value"]))} for m in metrics}
+            for system in sorted(set(rows["system"]))}
 
 
-def _systems(rs: list[JobResult]) -> list[str]:
-    return sorted({s for r in rs for s in r.metrics["systems"]})
+def _values(c: Collection, key: str) -> list[str]:
+    """The values of swept ``key``, in the plan's order."""
+    return list(dict.fromkeys(v for j in c.plan.jobs if (v := j.swept.get(key)) is not None))
 
 
-def _seed(r: JobResult) -> str:
-    return str(r.job.swept.get("dataset.seed", (r.metrics.get("dataset") or {}).get("seed")))
+def summarise_seeds(c: Collection, t: pd.DataFrame) -> dict:
+    u = t[t["status"].isin(USABLE)]
+    per_split = {split: _stats(u, split) for split in SPLITS}
+    return {"metrics": list(SUMMARY_METRICS), "seeds": sorted(set(u["_seed"]), key=_num_key),
+            "systems": {system: {split: per_split[split][system] for split in SPLITS}
+                        for system in sorted(set(u["system"]))}}
 
 
-def _group_stats(rs: list[JobResult], split: str, metrics=SUMMARY_METRICS) -> dict:
-    """system -> metric -> mean / sd / n over ``rs`` and the per-seed values."""
-    out = {}
-    for system in _systems(rs):
-        out[system] = {}
-        for metric in metrics:
-            vals = [(_seed(r), _value(r, system, split, metric)) for r in rs]
-            vals = [(s, v) for s, v in vals if v is not None]
-            out[system][metric] = {**mean_sd([v for _, v in vals]), "per_seed": {s: v for s, v in vals}}
-    return out
+def summarise_by(c: Collection, t: pd.DataFrame, key: str, split: str = "test") -> dict:
+    u = t[t["status"].isin(USABLE)]
+    groups = {v: u[u[key] == v] for v in _values(c, key)}
+    return {"key": key, "split": split, "metrics": list(SUMMARY_METRICS), "values": list(groups),
+            "by_value": {v: _stats(g, split) if len(g) else {} for v, g in groups.items()}}
 
 
-def _by_swept(c: Collection, key: str) -> dict[str, list[JobResult]]:
-    """Usable jobs grouped by their value of ``key``, in the plan's order of values."""
-    order = []
-    for j in c.plan.jobs:
-        v = j.swept.get(key)
-        if v is not None and v not in order:
-            order.append(v)
-    groups: dict[str, list[JobResult]] = {v: [] for v in order}
-    for r in _usable(c):
-        groups.setdefault(r.job.swept.get(key), []).append(r)
-    return groups
-
-
-def summarise_seeds(c: Collection) -> dict:
-    rs = _usable(c)
-    return {"metrics": list(SUMMARY_METRICS), "seeds": sorted({_seed(r) for r in rs}, key=_num_key),
-            "systems": {system: {split: _group_stats(rs, split)[system] for split in SPLITS}
-                        for system in _systems(rs)} if rs else {}}
-
-
-def summarise_by(c: Collection, key: str, split: str = "test") -> dict:
-    groups = _by_swept(c, key)
-    return {"key": key, "split": split, "metrics": list(SUMMARY_METRICS),
-            "values": list(groups), "by_value": {v: _group_stats(rs, split) if rs else {}
-                                                 for v, rs in groups.items()}}
-
-
-def summarise_tune(c: Collection) -> dict:
+def summarise_tune(c: Collection, t: pd.DataFrame) -> dict:
     system = str((c.experiment_cfg or {}).get("tune_system", "smartvector"))
-    candidates = [r for r in _usable(c) if _value(r, system, "dev", "top1") is not None]
-
-    def key(r: JobResult):
-        return (-_value(r, system, "dev", "top1"), -(_value(r, system, "dev", "mrr_at_10") or 0.0), r.job.label)
-
-    ranked = sorted(candidates, key=key)
+    dev = t[t["status"].isin(USABLE) & (t["system"] == system) & (t["split"] == "dev") & t["top1"].notna()]
+    ranked = dev.assign(_mrr=dev["mrr_at_10"].map(lambda v: _py(v) or 0.0)).sort_values(
+        ["top1", "_mrr", "_label"], ascending=[False, False, True], kind="stable")
     out = {"system": system, "selection": "highest dev top1; ties: higher dev mrr_at_10, then the smaller "
                                           "override string; the winner's test figures are the result",
-           "n_candidates": len(candidates), "n_planned": len(c.plan.jobs),
-           "final": len(candidates) == len(c.plan.jobs), "winner": None, "dev_top5": []}
-    for r in ranked[:5]:
-        out["dev_top5"].append({"job": r.job.num, "overrides": r.job.label,
-                                "dev_top1": _value(r, system, "dev", "top1"),
-                                "dev_mrr_at_10": _value(r, system, "dev", "mrr_at_10")})
-    if ranked:
-        best = ranked[0]
+           "n_candidates": len(dev), "n_planned": len(c.plan.jobs), "final": len(dev) == len(c.plan.jobs),
+           "winner": None, "dev_top5": [{"job": row["job"], "overrides": row["_label"], "dev_top1": row["top1"],
+                                         "dev_mrr_at_10": _py(row["mrr_at_10"])}
+                                        for row in ranked.head(5).to_dict("records")]}
+    if len(ranked):
+        best = next(r for r in c.results if r.job.num == ranked["job"].iloc[0])
         test = ((best.metrics["systems"].get(system) or {}).get("test")) or {}
         cfg = (best.metrics.get("provenance") or {}).get("config") or {}
         weights = ((cfg.get("retrievers") or {}).get(system) or {}).get("weights")
+        dev_best = ranked.iloc[0]
         out["winner"] = {"job": best.job.num, "job_dir": _rel(best.folder, c.sweep_dir),
                          "overrides": best.job.label, "swept": best.job.swept, "weights": weights,
-                         "dev": {k: _value(best, system, "dev", k) for k in ("top1", "mrr_at_10")},
+                         "dev": {"top1": dev_best["top1"], "mrr_at_10": _py(dev_best["mrr_at_10"])},
                          "test": {k: test.get(k) for k in ("n_queries", *CI_METRICS, "mcnemar_p")}
                          | {f"{k}_ci": test.get(f"{k}_ci") for k in CI_METRICS}}
     return out
 
 
-def summarise_grid(c: Collection, row_key: str, col_key: str, split: str = "test",
+def summarise_grid(c: Collection, t: pd.DataFrame, row_key: str, col_key: str, split: str = "test",
                    metrics=("top1", "ece")) -> dict:
-    rows = list(_by_swept(c, row_key))
-    cols = list(_by_swept(c, col_key))
-    rs = _usable(c)
-    cell = {(r.job.swept.get(row_key), r.job.swept.get(col_key)): r for r in rs}
+    rows, cols = _values(c, row_key), _values(c, col_key)
+    u = t[t["status"].isin(USABLE)]
+    last = u[u["job"].isin(u.drop_duplicates([row_key, col_key], keep="last")["job"])]  # one job per cell
+    cells = last[last["split"] == split]
     out = {"split": split, "rows": {"key": row_key, "values": rows}, "columns": {"key": col_key, "values": cols},
            "systems": {}}
-    for system in _systems(rs):
+    for system in sorted(set(u["system"])):
+        mine = cells[cells["system"] == system]
         out["systems"][system] = {
-            m: [[_value(cell[(a, b)], system, split, m) if (a, b) in cell else None for b in cols] for a in rows]
-            for m in metrics}
+            m: [[_py(v) for v in row] for row in mine.pivot(index=row_key, columns=col_key, values=m)
+                .reindex(index=rows, columns=cols).itertuples(index=False)] for m in metrics}
     return out
 
 
@@ -518,8 +517,8 @@ def _num_key(s: str):
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
 
 
-def summarise(c: Collection) -> dict:
-    """What each preset needs:
+def summarise(c: Collection, t: pd.DataFrame | None = None) -> dict:
+    """What each preset needs, from the tidy frame ``t`` (:func:`tidy_frame`, built if not given):
 
     - seeds: per system and split, mean / sample sd / per-seed values of top1, stale_rate, rumor_rate, ece;
     - contradiction_sweep: per contradiction rate and system, mean / sd over seeds on test;
@@ -528,19 +527,20 @@ def summarise(c: Collection) -> dict:
     - half_life: test top1 and ECE grids (temporal half-life rows x confidence half-life columns);
     - anything else: per value of each swept key, mean / sd on test.
     """
+    t = tidy_frame(c) if t is None else t
     preset = c.preset
     if preset == "seeds":
-        body = summarise_seeds(c)
+        body = summarise_seeds(c, t)
     elif preset == "contradiction_sweep":
-        body = summarise_by(c, "dataset.contradiction_rate")
+        body = summarise_by(c, t, "dataset.contradiction_rate")
     elif preset == "ablation":
-        body = summarise_by(c, "weights")
+        body = summarise_by(c, t, "weights")
     elif preset == "tune":
-        body = summarise_tune(c)
+        body = summarise_tune(c, t)
     elif preset == "half_life":
-        body = summarise_grid(c, *HALF_LIFE)
+        body = summarise_grid(c, t, *HALF_LIFE)
     else:
-        body = {"by_key": {k: summarise_by(c, k) for k in c.plan.swept_keys}}
+        body = {"by_key": {k: summarise_by(c, t, k) for k in c.plan.swept_keys}}
     counts = c.by_status()
     return {"schema_version": SCHEMA_VERSION, "sweep": c.sweep_dir.name, "preset": preset,
             "jobs": {"planned": len(c.plan.jobs), **counts}, "all_complete": c.all_complete,
@@ -581,16 +581,15 @@ def _readable(path: Path) -> None:
 
 
 def write_outputs(c: Collection) -> dict:
-    header, rows = tidy_rows(c)
-    summary = summarise(c)
-    atomic_write_text(c.sweep_dir / TIDY, _csv_text(header, rows))
-    atomic_write_json(c.sweep_dir / TIDY_PROVENANCE, tidy_provenance(c, len(rows)))
+    t = tidy_frame(c)
+    summary = summarise(c, t)
+    atomic_write_text(c.sweep_dir / TIDY, _csv_text(t.drop(columns=["_seed", "_label"])))
+    atomic_write_json(c.sweep_dir / TIDY_PROVENANCE, tidy_provenance(c, len(t)))
     atomic_write_json(c.sweep_dir / SUMMARY, summary)
-    q_header, q_rows = query_rows(c)
-    atomic_write_text(c.sweep_dir / QUERIES, _csv_text(q_header, q_rows))
+    atomic_write_text(c.sweep_dir / QUERIES, _csv_text(query_frame(c)))
     for name in (TIDY, TIDY_PROVENANCE, SUMMARY, QUERIES):
         _readable(c.sweep_dir / name)
-    return {"rows": len(rows), "summary": summary}
+    return {"rows": len(t), "summary": summary}
 
 
 def _pct(x) -> str:
