@@ -27,7 +27,6 @@ from experiments.main import prepare_dataset
 from smartvector_bench import SCHEMA_VERSION
 from smartvector_bench.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.audit import detection_quality, explain, lineage
-from smartvector_bench.consolidation import ConsolidationAgent
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.evaluator import evaluate_split, judge
@@ -37,8 +36,9 @@ from smartvector_bench.metrics import mcnemar_exact, paired_cluster_permutation_
 from smartvector_bench.provenance import provenance
 from smartvector_bench.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
 from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.retrievers.base import LiveStore
 from smartvector_bench.run import Run, rank_by_score
-from smartvector_bench.validate import check_dataset, check_embedder
+from smartvector_bench.validate import check_dataset, check_embedder, check_systems_on
 from smartvector_bench.settings import section
 from smartvector_bench.store import VectorStore
 from smartvector_bench.timeutil import format_iso, from_days
@@ -87,33 +87,47 @@ def validate(cfg: dict) -> tuple[FeedbackSettings, ReplayParams]:
         raise BenchError(f"experiment.name={s.name}: this module runs feedback_loop only")
     if "smartvector" not in (cfg.get("retrievers") or {}):
         raise BenchError("retrievers.smartvector: missing; experiment=feedback_loop replays SmartVector")
-    build_retriever("smartvector", dict(cfg["retrievers"]["smartvector"]))
+    live_system(cfg)
     check_dataset(cfg)
     check_embedder(cfg)
     return s, params
+
+
+def live_system(cfg: dict) -> LiveStore:
+    """``retrievers.smartvector`` built, and checked to serve from a live store (base.LiveStore)."""
+    r = build_retriever("smartvector", dict(cfg["retrievers"]["smartvector"]))
+    if not isinstance(r, LiveStore):
+        raise BenchError(f"retrievers.smartvector: {type(r).__qualname__} does not serve from a live store (the "
+                         "LiveStore protocol: bind_live, live_state, query_signals); experiment=feedback_loop "
+                         "replays user feedback into one")
+    return r
 
 
 def run(cfg: dict, out_dir: str | Path) -> dict:
     out_dir = Path(out_dir)
     s_exp, params = validate(cfg)  # before any work or write
     k, n_boot, seed = s_exp.k, s_exp.n_boot, s_exp.bootstrap_seed
-    sv_cfg = dict(cfg["retrievers"]["smartvector"])
     embedder = build_embedder(dict(cfg["embedder"]))
     dataset = prepare_dataset(cfg, out_dir)
     corpus, queries = dataset.corpus, dataset.queries
     if dataset.labels is None:
         raise BenchError(f"experiment=feedback_loop: {dataset.path} has no labels/ folder; the replay re-judges every "
                          f"query at each round's time from the labels")
+    lacking = sorted(set(dataset.labels.query_family.tolist()) - set(dataset.labels.timelines))
+    if lacking or (dataset.labels.chunk_doc_type == "").any():
+        what = (f"a timeline in labels/families.jsonl for query family {lacking[0]!r}" if lacking else
+                "labels/chunks.jsonl 'doc_type' on every chunk")
+        raise BenchError(f"experiment=feedback_loop: the replay re-judges every query at each round's time from its "
+                         f"family's timeline and each chunk's doc_type and value; {dataset.path} lacks {what}")
+    check_systems_on({"smartvector": live_system(cfg)}, dataset)  # before any text is embedded
     vecs = embedder.encode(corpus.texts)
     qvecs = embedder.encode(queries.texts)
     now = float(queries.query_time.min())
 
     live: dict[str, LiveSystem] = {}
     for name, learns in (("smartvector_live", True), ("smartvector_frozen", False)):
-        r = build_retriever("smartvector", sv_cfg)
-        store = VectorStore(corpus, r.conf_params, r.store_params)
-        agent = ConsolidationAgent(corpus, r.cons_params, vecs)
-        r.bind(corpus, vecs, store, agent)
+        r = live_system(cfg)
+        store, agent = r.bind_live(corpus, vecs)
         live[name] = LiveSystem(name, r, store, agent, learns)
     plain_index = FlatIndex(vecs)
     rng = np.random.default_rng(params.user_seed)
@@ -250,7 +264,7 @@ def _write_outputs(out_dir: Path, result: dict, rows: list[dict], store: VectorS
         exp_lines = []
         for row, qi in enumerate(idx.tolist()):
             rec = explain(system.retriever, qvecs[qi], float(q_t.as_of[row]), asked_at=last_round["t"])
-            rec.update({"query_id": q_t.ids[row], "split": str(q_t.split[row]), "gold": system.retriever.corpus.ids[
+            rec.update({"query_id": q_t.ids[row], "split": str(q_t.split[row]), "gold": store.corpus.ids[
                 int(q_t.gold[row])]})
             exp_lines.append(json.dumps(rec, sort_keys=True))
         atomic_write_text(out_dir / "explain_final.jsonl", "\n".join(exp_lines) + "\n")

@@ -86,17 +86,21 @@ def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int =
     """Why the top hit won for one query: its four signals, weighted contributions and status at ``as_of``,
     the same for the runner-up(s), and the logged events that changed the top hit's confidence up to
     ``asked_at`` (when the question was asked; default ``as_of``). The state scored is the store's state
-    when ``explain`` is called, so call it when the query is answered."""
+    when ``explain`` is called, so call it when the query is answered. ``retriever`` serves from a live store
+    (:class:`~.retrievers.base.LiveStore`: SmartVector)."""
+    from .errors import BenchError
+    from .retrievers.base import LiveStore
+
+    if not isinstance(retriever, LiveStore):
+        raise BenchError(f"explain: {type(retriever).__qualname__} keeps no store with an event log (the LiveStore "
+                         "protocol: bind_live, live_state, query_signals)")
     asked_at = as_of if asked_at is None else asked_at
-    sem = retriever._index.dense_scores(query_vector[None, :])
-    at = np.array([as_of])
-    score, key, sig = retriever.score(sem, at)
+    score, key, sig, w = retriever.query_signals(query_vector, as_of)
     order = np.lexsort((np.arange(key.shape[1]), -key[0]))
     order = [int(j) for j in order if np.isfinite(key[0, j])][: 1 + runner_ups]
-    w = retriever.weights
     total = w.total()
-    store: VectorStore = retriever.store
-    ids = retriever.corpus.ids
+    store: VectorStore = retriever.live_state()[0]
+    ids = store.corpus.ids
 
     def describe(j: int) -> dict:
         values = {name: float(np.clip(sig[name][0, j], 0, 1) if name == "semantic" else sig[name][0, j])

@@ -14,7 +14,7 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from . import CONF_DIR, scratch
+from . import CONF_DIR, discovery, scratch
 from .cli_errors import hydra_entry, one_line, reports_bad_input
 from .errors import BenchError
 from .sweeps import STATUS_FILE, resume
@@ -104,4 +104,11 @@ def hydra_main(cfg: DictConfig) -> None:
     bench(cfg)
 
 
-main = hydra_entry(PROG, hydra_main)
+_entry = hydra_entry(PROG, hydra_main)
+
+
+def main() -> None:
+    """The console script: ``retriever/all`` is every retriever config on this command line's search path
+    (conf/, ``--config-dir``, ``hydra.searchpath``; smartvector_bench/discovery.py), then the Hydra app."""
+    discovery.register_from_argv(sys.argv[1:], CONF_DIR, "config")
+    _entry()

@@ -39,19 +39,12 @@ def check_top(cfg: dict) -> None:
 
 
 def chosen_systems(cfg: dict) -> list[str]:
-    """``systems: all`` means every configured system whose ``kind`` (default: its name) is registered; so a
-    variant (``smartvector_soft``: kind smartvector, other settings) is a system of its own."""
-    from .retrievers import registered
+    """``systems: all`` means every configured system: every ``retrievers.<name>`` with a ``_target_`` (so a
+    variant such as ``smartvector_soft``, the same class with other settings, is a system of its own), in config
+    order (smartvector_bench/discovery.py)."""
+    from .retrievers import configured
 
-    retrievers = cfg.get("retrievers") or {}
-    configured = list(retrievers.keys())  # the order of conf/config.yaml's list
-    known = registered()
-
-    def kind(name):
-        node = retrievers.get(name)
-        return node.get("kind", name) if isinstance(node, dict) else name
-
-    allowed = [s for s in configured if kind(s) in known]
+    allowed = configured(cfg.get("retrievers"))
     wanted = cfg.get("systems", "all")
     if wanted == "all":
         return allowed
@@ -100,21 +93,42 @@ def check_embedder(cfg: dict) -> None:
 
 
 def check_retrievers(cfg: dict) -> None:
-    """Every configured system, chosen or not, so no bad key is accepted silently: building one checks all of
-    its keys (each retriever module validates its own config) and loads nothing."""
-    from .retrievers import build_retriever, registered
+    """Every configured system, chosen or not, so no bad key is accepted silently: building one imports its
+    ``_target_``, checks it is a Retriever and checks all of its keys (each class validates its own parameters)
+    and loads nothing. A section without ``_target_`` is not a system (e.g. ``retrievers.smartvector.weights``
+    alone, left by the weights group when ``retriever=[...]`` leaves smartvector out)."""
+    from .retrievers import build_retriever, configured
 
     retrievers = cfg.get("retrievers")
     if not isinstance(retrievers, dict):
         raise BenchError(f"retrievers={retrievers!r}: must map system names to their configs")
-    known = registered()
     for name, rcfg in retrievers.items():
         if not isinstance(rcfg, dict):
             raise BenchError(f"retrievers.{name}={rcfg!r}: must be a config section")
-        kind = rcfg.get("kind", name)
-        if kind not in known:
-            raise BenchError(f"retrievers.{name}.kind={kind}: unknown; allowed: {', '.join(sorted(known))}")
-        build_retriever(kind, dict(rcfg))
+        if "kind" in rcfg and "_target_" not in rcfg:
+            build_retriever(name, rcfg)  # the one-line hint: kind was replaced by _target_
+    for name in configured(retrievers):
+        build_retriever(name, dict(retrievers[name]))
+
+
+def check_systems_on(retrievers: dict, dataset) -> None:
+    """Right after the dataset is loaded and before any text is embedded: a system that reads the labels
+    (:class:`~.retrievers.base.ReadsLabels`) needs ``labels/``, and a system that checks the dataset
+    (:class:`~.retrievers.base.ChecksDataset`) must accept it; one line naming the system, what it lacks, the
+    dataset and the fix."""
+    from .retrievers.base import ChecksDataset, ReadsLabels
+
+    for name, retriever in retrievers.items():
+        if isinstance(retriever, ReadsLabels) and dataset.labels is None:
+            raise BenchError(f"systems: {name} reads the ground-truth labels, but {dataset.path} has no labels/ "
+                             f"folder; drop it from systems=")
+        if isinstance(retriever, ChecksDataset):
+            try:
+                retriever.check_dataset(dataset.corpus)
+            except BenchError as exc:
+                msg = " ".join(str(exc).split())
+                msg = msg[len("systems: "):] if msg.startswith("systems: ") else msg
+                raise BenchError(f"systems: {msg} ({dataset.path}; drop {name} from systems=)") from None
 
 
 def validate_config(cfg: dict):

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 import smartvector_bench.cli  # noqa: F401  (registers the ${pid:} resolver used by the run dir)
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
-from smartvector_bench import CONF_DIR
+from smartvector_bench import CONF_DIR, discovery
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -26,6 +26,7 @@ TINY = ["dataset.n_families=4", "dataset.versions=[2,3]", "dataset.chatter_per_f
 
 
 def compose_config(overrides: list[str] | None = None, name: str = "config") -> dict:
+    discovery.register(discovery.in_tree())  # retriever/all: every conf/retriever/*.yaml, as the CLI composes
     with initialize_config_dir(version_base="1.3", config_dir=CONF_DIR):
         cfg = compose(name, overrides=list(overrides or []))
     return OmegaConf.to_container(cfg, resolve=True)
@@ -54,8 +55,9 @@ def default_dataset(tmp_path_factory) -> Path:
     return path
 
 
-def run_cli(prog: str, *args: str, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+def run_cli(prog: str, *args: str, cwd: Path | None = None, timeout: int = 600,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", **(env or {}))
     return subprocess.run([str(BIN / prog), *args], capture_output=True, text=True, cwd=cwd or REPO, env=env,
                           timeout=timeout)
 

@@ -198,14 +198,38 @@ def test_round6_is_pythons_round():
 
 
 def test_config_candidates_null_and_int_and_bad_values():
+    from smartvector_bench.retrievers import build_retriever
     from smartvector_bench.retrievers.smartvector import SmartVector
 
     key = "retrievers.smartvector.consolidation.candidates"
     cfg = compose_config()["retrievers"]["smartvector"]
-    assert "candidates" in cfg["consolidation"] and SmartVector(cfg).cons_params.candidates is None
+    assert cfg.pop("_target_").endswith(".SmartVector")
+    assert "candidates" in cfg["consolidation"] and SmartVector(**cfg).cons_params.candidates is None
     cfg = compose_config([f"{key}=20"])["retrievers"]["smartvector"]
-    assert SmartVector(cfg).cons_params.candidates == 20
+    assert build_retriever("smartvector", cfg).cons_params.candidates == 20
     for bad in ("0", "-3", "true", "2.5", "many"):
         cfg = compose_config([f"{key}={bad}"])["retrievers"]["smartvector"]
         with pytest.raises(BenchError, match=r"consolidation\.candidates=.*: must be null or an integer >= 1"):
-            SmartVector(cfg)
+            build_retriever("smartvector", cfg)
+
+
+def test_all_pairs_up_to_all_pairs_max_then_auto_candidates(default_corpus_vectors):
+    corpus, vecs, at = default_corpus_vectors
+    n = len(corpus)
+    assert ConsolidationParams().candidates_for(n) is None  # the default dataset stays all pairs
+    assert ConsolidationParams().candidates_for(5000) is None and ConsolidationParams().candidates_for(5001) == 100
+    assert ConsolidationParams(all_pairs_max=None).candidates_for(10**6) is None
+    assert ConsolidationParams(candidates=7).candidates_for(3) == 7  # an explicit k wins at any size
+    full = consolidate(corpus, at, ConsolidationParams(), vecs)
+    assert "auto_candidates" not in full.summary()
+    # Above the threshold (lowered here) the auto k is used: the same result as candidates = that k.
+    auto = consolidate(corpus, at, ConsolidationParams(all_pairs_max=n - 1, auto_candidates=n - 1), vecs)
+    cand = consolidate(corpus, at, ConsolidationParams(candidates=n - 1), vecs)
+    assert auto.agent.k == n - 1 and auto.contradictions == cand.contradictions == full.contradictions
+    assert np.array_equal(auto.depends_on.indices, cand.depends_on.indices)
+    assert auto.summary()["auto_candidates"] == {"k": n - 1, "n_vectors": n, "all_pairs_max": n - 1}
+    with pytest.raises(ValueError, match="needs the corpus embeddings"):
+        consolidate(corpus, at, ConsolidationParams(all_pairs_max=10), None)
+    for bad in ({"all_pairs_max": 0}, {"auto_candidates": 0}, {"all_pairs_max": True}):
+        with pytest.raises(BenchError, match=f"consolidation.{next(iter(bad))}="):
+            ConsolidationParams(**bad)

@@ -12,7 +12,9 @@ from experiments.main import chosen_systems
 from smartvector_bench import CONF_DIR
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.discovery import TABLE_ORDER
+from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.retrievers.base import Retriever
 
 from .conftest import compose_config
 
@@ -20,7 +22,7 @@ GROUPS = ("dataset", "embedder", "retriever", "weights", "experiment")
 # benchmark v2: the systems of conf/config.yaml, in its order
 SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_soft",
            "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
-VARIANTS = {"smartvector_soft": "smartvector", "smartvector_ref_soft": "smartvector_ref"}  # name -> kind
+VARIANTS = {"smartvector_soft": "smartvector", "smartvector_ref_soft": "smartvector_ref"}  # name -> the class's system
 # experiment presets that run another experiment under its own name without a `preset` key
 RUNS_AS = {"main_large": "main"}
 
@@ -54,14 +56,18 @@ def test_every_system_builds_with_every_weight_preset(weights):
     cfg = compose_config([f"weights={weights}"])
     assert sorted(cfg["retrievers"]) == _options("retriever")
     for name in chosen_systems(cfg):
-        build_retriever(cfg["retrievers"][name]["kind"], cfg["retrievers"][name])
+        assert isinstance(build_retriever(name, cfg["retrievers"][name]), Retriever)
 
 
-def test_every_configured_retriever_is_registered_and_vice_versa():
+def test_every_configured_retriever_names_its_class():
     cfg = compose_config()
-    kinds = {name: cfg["retrievers"][name]["kind"] for name in _options("retriever")}
-    assert kinds == {name: VARIANTS.get(name, name) for name in kinds}  # a variant is a kind's other settings
-    assert sorted(set(kinds.values())) == registered()
+    targets = {name: cfg["retrievers"][name]["_target_"] for name in _options("retriever")}
+    assert targets["bm25_valid"] == "smartvector_bench.retrievers.bm25.BM25Valid"  # bm25.py holds both
+    for name, target in targets.items():  # a variant names the class of the system it varies
+        module = {"bm25_valid": "bm25"}.get(name, VARIANTS.get(name, name))
+        assert target.startswith(f"smartvector_bench.retrievers.{module}."), (name, target)
+        assert "kind" not in cfg["retrievers"][name]
+    assert sorted(TABLE_ORDER) == _options("retriever")  # the in-tree table order lists every in-tree system
 
 
 @pytest.mark.parametrize("option", _options("experiment"))
@@ -120,9 +126,8 @@ def test_same_dataset_keys_mean_the_same_to_both_apps():
 def test_systems_selection():
     cfg = compose_config()
     everything = chosen_systems(cfg)
-    assert sorted({VARIANTS.get(s, s) for s in everything}) == registered()
-    assert sorted(everything) == sorted(SYSTEMS)
-    assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the order of conf/config.yaml's list
+    assert sorted(everything) == sorted(SYSTEMS) == _options("retriever")
+    assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the table order (smartvector_bench/discovery.py)
     assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
     assert chosen_systems(compose_config(["systems=[oracle,metadata_filter,bm25]"])) == \
         ["oracle", "metadata_filter", "bm25"]  # in the order asked for

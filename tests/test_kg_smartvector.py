@@ -393,6 +393,9 @@ def test_in_degree_counts_depended_by_for_its_target_like_the_crate():
 INF = np.inf
 
 
+KG_TARGET = "smartvector_bench.retrievers.kg_smartvector.KGSmartVector"
+
+
 def kg_cfg(**overrides) -> dict:
     cfg = OmegaConf.to_container(OmegaConf.load(f"{CONF_DIR}/retriever/kg_smartvector.yaml"), resolve=True)
     cfg.update(overrides)
@@ -573,14 +576,13 @@ def test_config_defaults_are_the_specs():
     assert (p.decay_rate, p.access_bonus, p.graph_importance, p.damping, p.ripple_penalty) == \
         (0.05, 0.1, "pagerank", 0.85, 0.15)
     assert r.db_path is None
-    bare = build_retriever("kg_smartvector", {"kind": "kg_smartvector"})  # no weights key: the spec's defaults
+    bare = build_retriever("kg_smartvector", {"_target_": KG_TARGET})  # no weights key: the spec's defaults
     assert bare.weights == w
 
 
 def test_main_experiment_on_the_tiny_dataset(tmp_path):
-    cfg = compose_config(TINY + ["embedder=hashing", "+retriever@retrievers.kg_smartvector=kg_smartvector",
-                                 "systems=[plain_cosine,kg_smartvector]"])
-    assert cfg["retrievers"]["kg_smartvector"]["kind"] == "kg_smartvector"
+    cfg = compose_config(TINY + ["embedder=hashing", "systems=[plain_cosine,kg_smartvector]"])
+    assert cfg["retrievers"]["kg_smartvector"]["_target_"] == KG_TARGET
     metrics = run(cfg, tmp_path / "run")
     assert list(metrics["systems"]) == ["plain_cosine", "kg_smartvector"]
     n = metrics["dataset"]["n_queries"]

@@ -9,7 +9,7 @@ from smartvector_bench import CONF_DIR
 from smartvector_bench.csr import Ragged
 from smartvector_bench.dataset import Corpus
 from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.retrievers import build_retriever
 
 INF = np.inf
 
@@ -61,12 +61,13 @@ def unrelated_corpus(n: int) -> Corpus:
                         for i in range(n)])
 
 
-# ---- registry --------------------------------------------------------------------------------------------
+# ---- building --------------------------------------------------------------------------------------------
 
-def test_registry():
-    assert {"plain_cosine", "smartvector"} <= set(registered())
-    with pytest.raises(BenchError, match=r"^systems: unknown system 'nope'"):
+def test_build_needs_a_target():
+    with pytest.raises(BenchError, match=r"^retrievers\.nope\._target_: missing"):
         build_retriever("nope", {})
+    with pytest.raises(BenchError, match=r"^retrievers\.nope\.kind: replaced by _target_"):
+        build_retriever("nope", {"kind": "plain_cosine"})  # a config from before the plug-in layer
 
 
 # ---- plain cosine ----------------------------------------------------------------------------------------
@@ -75,7 +76,7 @@ CORPUS4 = vecs([1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [-1, 0, 0])
 
 
 def plain(vectors: np.ndarray):
-    r = build_retriever("plain_cosine", {"kind": "plain_cosine"})
+    r = build_retriever("plain_cosine", {"_target_": "smartvector_bench.retrievers.plain_cosine.PlainCosine"})
     r.index(unrelated_corpus(len(vectors)), vectors, 0.0)
     return r
 

@@ -223,8 +223,10 @@ from smartvector_bench.embedding import build_embedder
 ds = load_dataset(sys.argv[1])
 vecs = build_embedder({"kind": "hashing", "dim": 64, "cache_path": None}).encode(ds.corpus.texts)
 keep = []
+TARGETS = {"livevectorlake": "smartvector_bench.retrievers.livevectorlake.LiveVectorLakeRetriever",
+           "kg_smartvector": "smartvector_bench.retrievers.kg_smartvector.KGSmartVector"}
 for system in ("livevectorlake", "kg_smartvector"):
-    r = build_retriever(system, {"kind": system})
+    r = build_retriever(system, {"_target_": TARGETS[system]})
     r.index(ds.corpus, np.asarray(vecs), float(ds.queries.query_time.min()))
     keep.append(r)
 print(sorted(p.name for p in __import__("pathlib").Path(tempfile.gettempdir()).iterdir()), flush=True)

@@ -72,7 +72,7 @@ def test_audit_baseline_is_the_valid_cosine_system(tmp_path):
     emb = build_embedder({"kind": "hashing", "dim": 64})
     cv, qv = emb.encode(ds.corpus.texts), emb.encode(ds.queries.texts)
     out = audit(qv @ cv.T, ds.corpus, ds.queries, ds.labels)
-    r = build_retriever("valid_cosine", {"kind": "valid_cosine"})
+    r = build_retriever("valid_cosine", {"_target_": "smartvector_bench.retrievers.valid_cosine.ValidCosine"})
     r.index(ds.corpus, cv, 0.0)
     run = r.search(qv, ds.queries.as_of, 10)
     expected = ds.queries.relevant.contains(run.top1)
@@ -93,3 +93,16 @@ def test_experiment_writes_its_table(tmp_path):
     rows = (tmp_path / "shortcut_audit.csv").read_text().splitlines()
     assert rows[0].startswith("profile,seed,dataset_sha256,rule")
     assert len(rows) == 1 + len(rules)
+
+
+def test_an_external_dataset_or_an_unlabelled_profile_is_refused_in_one_line(tmp_path):
+    from smartvector_bench.errors import BenchError
+
+    base = ["experiment=shortcut_audit", "embedder=hashing", "experiment.seeds=[1]", "experiment.progress=false"]
+    with pytest.raises(BenchError, match=rf"^dataset\.path={tmp_path}: experiment=shortcut_audit does not read a "
+                                         r"dataset folder; [^\n]*labels/[^\n]*$"):
+        run_audit(compose_config(base + [f"dataset.path={tmp_path}"]), tmp_path / "out")
+    with pytest.raises(BenchError, match=r"^experiment\.profiles: 'lvl_corpus' is a lvl_corpus dataset, without the "
+                                         r"labels/"):
+        run_audit(compose_config(base + ["experiment.profiles=[lvl_corpus]"]), tmp_path / "out")
+    assert not (tmp_path / "out").exists()

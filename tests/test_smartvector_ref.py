@@ -15,9 +15,8 @@ from smartvector_bench import CONF_DIR
 from smartvector_bench.csr import Ragged
 from smartvector_bench.dataset import Corpus
 from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.retrievers import build_retriever
 
-registered()  # discover every system first: importing one retriever module directly would stop discovery
 from smartvector_bench.retrievers.smartvector_ref import (
     PATCHED_MODULES,
     chunk_positions,
@@ -63,8 +62,11 @@ def make_corpus(rows: list[dict]) -> Corpus:
     )
 
 
+REF_TARGET = "smartvector_bench.retrievers.smartvector_ref.SmartVectorRef"
+
+
 def ref(**cfg):
-    return build_retriever("smartvector_ref", {"kind": "smartvector_ref", **cfg})
+    return build_retriever("smartvector_ref", {"_target_": REF_TARGET, **cfg})
 
 
 def indexed(rows: list[dict], serve_time: float, **cfg):
@@ -86,9 +88,9 @@ def search(r, texts: list[str], as_of: list[float], k: int = 10):
 
 def test_config_file_builds_and_keys_are_validated():
     cfg = OmegaConf.to_container(OmegaConf.load(f"{CONF_DIR}/retriever/smartvector_ref.yaml"))
-    assert cfg["kind"] == "smartvector_ref" and cfg["reported_confidence"] == "final_score"
+    assert cfg["_target_"] == REF_TARGET and cfg["reported_confidence"] == "final_score"
     assert cfg["include_dormant"] is False
-    r = build_retriever(cfg["kind"], cfg)
+    r = build_retriever("smartvector_ref", cfg)
     assert r.params.reported_confidence == "final_score" and r.params.include_dormant is False
     with pytest.raises(BenchError, match=r"^retrievers\.smartvector_ref\.top_k: unknown key"):
         ref(top_k=3)
@@ -162,7 +164,7 @@ def test_the_soft_variant_scores_deprecated_vectors_and_restores_their_status():
 def test_the_soft_variant_follows_the_hard_config():
     cfg = compose_config(["retrievers.smartvector_ref.include_dormant=true"])
     soft = cfg["retrievers"]["smartvector_ref_soft"]
-    assert soft["kind"] == "smartvector_ref" and soft["status_filter"] is False
+    assert soft["_target_"] == REF_TARGET and soft["status_filter"] is False
     assert soft["include_dormant"] is True  # interpolated from retrievers.smartvector_ref
     assert {k: v for k, v in soft.items() if k != "status_filter"} == cfg["retrievers"]["smartvector_ref"]
 

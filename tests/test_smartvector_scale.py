@@ -27,7 +27,9 @@ K = 10
 
 
 def sv_config(**overrides) -> dict:
+    """The parameters of retrievers.smartvector (its _target_ left out), for SmartVector(**...)."""
     cfg = compose_config()["retrievers"]["smartvector"]
+    cfg.pop("_target_")
     cfg.update(overrides)
     return cfg
 
@@ -39,7 +41,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def served(data):
-    r = SmartVector(sv_config())
+    r = SmartVector(**sv_config())
     r.index(data.corpus, data.corpus_vectors, float(np.max(data.queries.as_of)))
     return r
 
@@ -228,7 +230,7 @@ def test_uncertified_cosine_only_rerank_differs_and_is_reported(data, served):
 
 
 def test_hnsw_rerank_never_returns_excluded_vectors(data):
-    r = SmartVector(sv_config(candidates=20, index="hnsw", hnsw_m=16, hnsw_ef_construction=40, hnsw_ef_search=32))
+    r = SmartVector(**sv_config(candidates=20, index="hnsw", hnsw_m=16, hnsw_ef_construction=40, hnsw_ef_search=32))
     r.index(data.corpus, data.corpus_vectors, float(np.max(data.queries.as_of)))
     qv, as_of = data.query_vectors, data.queries.as_of
     run = r.search(qv, as_of, K)
@@ -272,7 +274,7 @@ def test_rerank_agreement_reports_every_candidate_count(data):
 ])
 def test_search_config_errors_name_the_key(key, value, match):
     with pytest.raises(BenchError, match=match):
-        SmartVector(sv_config(**{key: value}))
+        SmartVector(**sv_config(**{key: value}))
 
 
 def test_metadata_bytes_accounts_columns_and_index(served, data):

@@ -84,7 +84,7 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
     recall rows (use at 10K or less: all pairs is quadratic)."""
     from ..retrievers.smartvector import SmartVector
 
-    r = SmartVector(default_smartvector_config())
+    r = SmartVector(**default_smartvector_config())
     vectors = str(data.info.get("vectors", "synthetic"))
     params = dataclasses.replace(r.cons_params, candidates=int(k), **({"candidate_index": index} if index else {}))
     system = f"smartvector_ann_k{k}"
@@ -95,7 +95,7 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
         if key not in _ALL_PAIRS:  # one all-pairs run per dataset serves several k
             _ALL_PAIRS.clear()
             _ALL_PAIRS[key] = _measure("smartvector_all_pairs", data, vectors,
-                                       dataclasses.replace(params, candidates=None), r, reps,
+                                       dataclasses.replace(params, candidates=None, all_pairs_max=None), r, reps,
                                        f"detector={params.detector}")
         full_rows, full = _ALL_PAIRS[key]
         out += full_rows

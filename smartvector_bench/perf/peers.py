@@ -80,7 +80,7 @@ def lvl_index(data: ScaleData, **overrides) -> tuple[LiveVectorLakeRetriever, fl
     timings ``[{cdc, cold, hot}]`` of the versions that wrote a commit)."""
     from ..lvl.lake import LiveVectorLake
 
-    r = LiveVectorLakeRetriever(retriever_config("livevectorlake", **overrides))
+    r = LiveVectorLakeRetriever(**retriever_config("livevectorlake", **overrides))
     timings: list[dict] = []
     orig = LiveVectorLake.ingest_document
 
@@ -180,7 +180,7 @@ def bench_asof_history(n: int = ASOF_HISTORY, reps: int = 3, n_latency: int = 20
 # -- kg_smartvector ---------------------------------------------------------------------------------------------
 
 def kg_index(data: ScaleData, **overrides) -> tuple[KGSmartVector, float]:
-    r = KGSmartVector(retriever_config("kg_smartvector", **overrides))
+    r = KGSmartVector(**retriever_config("kg_smartvector", **overrides))
     t = time.perf_counter()
     r.index(data.corpus, data.corpus_vectors, serve_time_of(data))
     return r, time.perf_counter() - t
@@ -204,7 +204,7 @@ def bench_kg(data: ScaleData, reps: int, n_latency: int) -> list[Row]:
                     "reading the state back from SQLite (paid by the first query after any write)")
     finally:
         r.close()
-    cos = PlainCosine(retriever_config("plain_cosine"))
+    cos = PlainCosine(**retriever_config("plain_cosine"))
     cos.index(data.corpus, data.corpus_vectors, serve_time_of(data))
     _batch_and_latency(out, "plain_cosine", n, mode, lambda s: cos.search(qv[s], as_of[s], K), len(qv), reps,
                        n_latency, note="pure cosine (FAISS flat), the spec's 2x baseline")

@@ -198,7 +198,7 @@ def serve_time_of(data: ScaleData) -> float:
 def reference_index(data: ScaleData, **overrides) -> tuple[SmartVectorRef, float, dict]:
     """``smartvector_ref`` (benchmark config, ``overrides`` on top) indexed at :func:`serve_time_of` with the
     all-pairs passes bounded (:func:`linear_consolidation`); (retriever, seconds, {runs, seconds})."""
-    r = SmartVectorRef(retriever_config("smartvector_ref", **overrides))
+    r = SmartVectorRef(**retriever_config("smartvector_ref", **overrides))
     acc = {"runs": 0, "seconds": 0.0}
     _time_consolidations(r, acc)
     with linear_consolidation():
@@ -231,7 +231,7 @@ def full_consolidation(corpus: Corpus, serve_time: float, m: int) -> dict:
     freshly ingested (``consolidation_schedule=serve_time_only``); {seconds, ingested, conflicts_s,
     relationships_s}."""
     part = corpus_prefix(corpus, m)
-    r = SmartVectorRef(retriever_config("smartvector_ref", consolidation_schedule="serve_time_only"))
+    r = SmartVectorRef(**retriever_config("smartvector_ref", consolidation_schedule="serve_time_only"))
     acc = {"runs": 0, "seconds": 0.0}
     _time_consolidations(r, acc)
     passes: dict[str, float] = {"conflicts_s": 0.0, "relationships_s": 0.0}
@@ -282,7 +282,7 @@ def bench_reference(data: ScaleData, n_queries: int, reps: int, *, candidates: i
     out += rows("search_batch", SYSTEM, n, mode, "qps", [nq / s for s in batch], "1/s", f"{nq} queries; {note}")
 
     # -- our smartvector on the same queries --------------------------------------------------------------------
-    sv = SmartVector(retriever_config("smartvector"))
+    sv = SmartVector(**retriever_config("smartvector"))
     t = time.perf_counter()
     sv.index(data.corpus, data.corpus_vectors, serve)
     out += rows("ingest", OURS, n, mode, "seconds", [time.perf_counter() - t], "s",

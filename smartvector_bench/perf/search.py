@@ -41,7 +41,7 @@ def smartvector(data: ScaleData, consolidation: dict | None = None, **search) ->
     cfg = retriever_config("smartvector", **search)
     if consolidation:
         cfg["consolidation"] = {**cfg["consolidation"], **consolidation}
-    r = SmartVector(cfg)
+    r = SmartVector(**cfg)
     t = time.perf_counter()
     r.index(data.corpus, data.corpus_vectors, float(np.max(data.queries.as_of)))
     return r, time.perf_counter() - t

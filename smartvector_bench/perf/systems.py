@@ -21,8 +21,10 @@ def _retrievers() -> dict:
 
 
 def retriever_config(name: str, **overrides) -> dict:
-    """``retrievers.<name>`` of the default config, with top-level keys replaced (nested dicts merged)."""
+    """The parameters of ``retrievers.<name>`` of the default config (its ``_target_`` left out: the class is
+    called with them, ``Class(**cfg)``), with top-level keys replaced (nested dicts merged)."""
     cfg = copy.deepcopy(_retrievers()[name])
+    cfg.pop("_target_", None)
     for key, value in overrides.items():
         if isinstance(value, dict) and isinstance(cfg.get(key), dict):
             cfg[key] = {**cfg[key], **value}

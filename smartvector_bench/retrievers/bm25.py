@@ -22,8 +22,8 @@ from ..dataset import Corpus
 from ..errors import BenchError
 from ..run import Run, rank_by_score
 from ..settings import section
-from . import register
-from .valid_cosine import in_force
+from .base import require_fields
+from .valid_cosine import IN_FORCE_FIELDS, in_force
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
 
@@ -50,11 +50,13 @@ def margin_confidence(top: np.ndarray) -> np.ndarray:
 
 
 class BM25:
+    """``bm25``: every chunk is a candidate."""
+
     valid = False
 
-    def __init__(self, cfg: dict, name: str, valid: bool):
-        self.name, self.valid = name, valid
-        self.p = section(BM25Params, {k: v for k, v in cfg.items() if k != "kind"}, f"retrievers.{name}")
+    def __init__(self, name: str = "bm25", **params):
+        self.name = name
+        self.p = section(BM25Params, params, f"retrievers.{name}")
         if self.p.b > 1.0:
             raise BenchError(f"retrievers.{name}.b={self.p.b!r}: must be in [0, 1]")
 
@@ -100,11 +102,13 @@ class BM25:
                         "zero-score chunks ranked last, ties to the lower index"}
 
 
-@register("bm25")
-def _bm25(cfg: dict) -> BM25:
-    return BM25(cfg, "bm25", valid=False)
+class BM25Valid(BM25):
+    """``bm25_valid``: only the chunks in force at the query's as_of are candidates."""
 
+    valid = True
 
-@register("bm25_valid")
-def _bm25_valid(cfg: dict) -> BM25:
-    return BM25(cfg, "bm25_valid", valid=True)
+    def __init__(self, name: str = "bm25_valid", **params):
+        super().__init__(name, **params)
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")

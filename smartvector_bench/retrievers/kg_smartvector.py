@@ -54,7 +54,7 @@ from ..run import Run, rank_by_score
 from ..settings import choice, section
 from ..signals.fusion import fuse, weights_from_config
 from ..timeutil import format_iso, from_days
-from . import register
+from .base import require_fields
 
 DEFAULT_WEIGHTS = {"semantic": 0.5, "temporal": 0.2, "confidence": 0.2, "relational": 0.1}
 
@@ -73,7 +73,7 @@ class KGParams:
     POSITIVE: ClassVar[tuple[str, ...]] = ("query_batch",)
 
 
-TOP_LEVEL = {"kind", "weights", "db_path", *KGParams.__dataclass_fields__}
+TOP_LEVEL = {"weights", "db_path", *KGParams.__dataclass_fields__}
 
 
 def temporal_validity(valid_from: np.ndarray, valid_until: np.ndarray, as_of: np.ndarray,
@@ -117,11 +117,10 @@ def _rank_top_k(key: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return ranked, top
 
 
-@register("kg_smartvector")
 class KGSmartVector:
     name = "kg_smartvector"
 
-    def __init__(self, cfg: dict, name: str = "kg_smartvector"):
+    def __init__(self, name: str = "kg_smartvector", **cfg):
         where = f"retrievers.{name}"
         self.name = name
         self.where = where
@@ -143,6 +142,11 @@ class KGSmartVector:
         self.db_path = db_path
         self.kg: KnowledgeGraph | None = None
         self._tmp: tempfile.TemporaryDirectory | None = None
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to"),
+                       "each entity's creation time and validity window drive its confidence decay and "
+                       "temporal validity")
 
     # -- weights -------------------------------------------------------------------------------------------
     def set_retrieval_weights(self, w1: float, w2: float, w3: float, w4: float) -> None:

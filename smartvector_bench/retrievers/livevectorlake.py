@@ -1,15 +1,21 @@
 """LiveVectorLake (arXiv 2601.05270) as a benchmark system, on a real Delta Lake table (``smartvector_bench.lvl``).
 
-**Index.** Every (doc_id, version) of the corpus is rebuilt as a text: its chunks in document order
-(``offset_start``, ties in corpus order; the corpus rows themselves are shuffled) joined by a blank line, so
-each of our sections is one paragraph. Versions are ingested in time order (``created_at``, then effective time, doc_id, version) through
-the lake's per-document CDC. A version takes effect at ``max(created_at, valid_from)``: ``valid_from`` because
-the corpus windows and the queries' ``as_of`` are valid time ("what held at T"); ingesting at ``created_at``
-would close a policy's previous version days before the new one is in force (policies here are written up to
-a week before they take effect) and return the not-yet-valid version in between. The ``max`` only matters for a
-version recorded as effective before it was written (never in our data): it keeps a chunk from being returned
-at a time before it existed. A version whose ``valid_to`` ends before the next version starts (or the last
-version, when closed) is followed by an empty text at ``valid_to``, which deletes its paragraphs.
+**Index.** Each document's versions are derived from its chunks' validity windows (:func:`corpus_versions`):
+a chunk is in force from ``max(created_at, valid_from)`` to ``valid_to``, and at every time a chunk of the
+document starts or ends, the document is the chunks in force then, in document order (``offset_start``, ties
+in corpus order; the corpus rows themselves are shuffled), joined by a blank line, so each of our sections is
+one paragraph. This reads both layouts: the generated datasets re-emit every chunk of a (doc_id, version) with
+the version's window (each snapshot is then exactly that version), and a corpus built from a history
+(``dataset=git_history``) keeps an unchanged paragraph as one chunk whose window spans several versions. The
+snapshots are ingested in time order (``created_at``, then effective time, doc_id, version) through the lake's
+per-document CDC. A snapshot takes effect at ``max(created_at, valid_from)``: ``valid_from`` because the corpus
+windows and the queries' ``as_of`` are valid time ("what held at T"); ingesting at ``created_at`` would close
+a policy's previous version days before the new one is in force (policies here are written up to a week
+before they take effect) and return the not-yet-valid version in between. The ``max`` only matters for a
+chunk recorded as effective before it was written (never in our data): it keeps a chunk from being returned
+at a time before it existed. When every chunk of a document has ended (its last version closed, or a gap
+before the next), an empty text at that time deletes its paragraphs. ``check_dataset`` refuses, before
+anything is embedded, a dataset without ``doc_id`` or validity times (``valid_from`` / ``created_at``).
 
 Paragraph vectors are NOT computed here: the lake asks for the new and modified paragraphs only, and gets
 the corpus vector of the chunk of that document version the paragraph comes from (``vectors`` given to
@@ -53,7 +59,7 @@ from ..scratch import system_tempdir
 from ..settings import choice, section
 from ..timeutil import format_iso, from_days
 from ..updates import chunk_hash
-from . import register
+from .base import require_fields
 
 _TIE_MARGIN = 16  # fetch a few extra hits so ties at rank k are broken by our rule, not by the index
 
@@ -62,7 +68,6 @@ _TIE_MARGIN = 16  # fetch a few extra hits so ties at rank k are broken by our r
 class LVLSettings:
     POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search")
 
-    kind: str = choice("livevectorlake")
     lake_path: str | None = None
     current_tolerance_days: float = 1.0
     hot_index: str = choice("flat", "hnsw")
@@ -100,43 +105,59 @@ class Version:
     ingest_at: float = 0.0  # when the lake sees it: created_at (delayed behind an earlier version if need be)
 
 
+def _in_force_from(corpus: Corpus) -> np.ndarray:
+    """When each chunk takes effect: ``max(created_at, valid_from)`` (valid time, never before it was written)."""
+    return np.maximum(corpus.created_at, corpus.valid_from)
+
+
 def corpus_versions(corpus: Corpus) -> list[Version]:
-    """Every (doc_id, version) of the corpus as a text, plus retirements, in ingest order."""
-    groups: dict[tuple[str, int], list[int]] = {}
-    for i in np.argsort(corpus.offset_start, kind="stable").tolist():  # document order within each version
-        groups.setdefault((str(corpus.doc_id[i]), int(corpus.version[i])), []).append(i)
-    by_doc: dict[str, list[Version]] = {}
-    for (doc_id, version), rows in groups.items():
-        for key in ("created_at", "valid_from", "valid_to"):
-            col = getattr(corpus, key)[rows]
-            if not np.all(col == col[0]):
-                raise BenchError(f"corpus: {doc_id} version {version}: its chunks disagree on {key}; "
-                                 "livevectorlake versions whole documents")
-        paragraphs, hashes, owners = [], [], []
-        for i in rows:
-            for c in chunk_paragraphs(corpus.texts[i]):
-                paragraphs.append(c.text)
-                hashes.append(chunk_hash(c.text))
-                owners.append(i)
-        text = "\n\n".join(corpus.texts[i] for i in rows)
-        if [c.text for c in chunk_paragraphs(text)] != paragraphs:  # pragma: no cover - guarded assumption
-            raise BenchError(f"corpus: {doc_id} version {version}: chunks do not join into paragraphs")
-        i0 = rows[0]
-        created, valid_from = float(corpus.created_at[i0]), float(corpus.valid_from[i0])
-        by_doc.setdefault(doc_id, []).append(Version(
-            doc_id, version, created, max(created, valid_from), float(corpus.valid_to[i0]), text, paragraphs,
-            hashes, owners))
+    """Each document's version snapshots, derived from its chunks' windows, plus retirements, in ingest order.
+
+    A chunk is in force over ``[max(created_at, valid_from), valid_to)``. Every time a chunk of document d
+    starts or ends is a snapshot time; the snapshot is the chunks of d in force then, in document order
+    (``offset_start``, ties in corpus order), joined by a blank line. So a corpus that re-emits every chunk of
+    a version with the version's window (the generated datasets) and one whose unchanged chunk spans several
+    versions with one window (``dataset=git_history``) both give the document's versions. A snapshot's
+    version is the highest ``version`` of the chunks starting then (the previous snapshot's when chunks only
+    end), its ``created_at`` their latest ``created_at`` (the snapshot time when chunks only end); an empty
+    snapshot after a non-empty one retires the document (text ``""``); an unchanged snapshot is skipped."""
+    start = _in_force_from(corpus)
+    end = corpus.valid_to
+    rows_of: dict[str, list[int]] = {}
+    for i in np.argsort(corpus.offset_start, kind="stable").tolist():  # document order within each document
+        rows_of.setdefault(str(corpus.doc_id[i]), []).append(i)
     out: list[Version] = []
-    for doc_id, versions in by_doc.items():
-        versions.sort(key=lambda v: (v.effective_at, v.version))
+    for doc_id, rows in rows_of.items():
+        r = np.array(rows, dtype=np.int64)
+        s_r, e_r = start[r], end[r]
+        times = np.unique(np.concatenate([s_r, e_r[np.isfinite(e_r)]]))
         seq: list[Version] = []
-        for v, nxt in zip(versions, versions[1:] + [None]):
-            seq.append(v)
-            start_next = np.inf if nxt is None else nxt.effective_at
-            end = min(v.end, start_next)
-            if end < start_next:  # a gap (or a closed last version): the document is withdrawn at valid_to
-                seq.append(Version(doc_id, v.version, end, end, start_next, "", [], [], []))
-            v.end = end
+        live_prev: list[int] = []
+        version = 0
+        for t in times.tolist():
+            live = r[(s_r <= t) & (t < e_r)].tolist()  # in document order
+            if live == live_prev:
+                continue
+            starting = r[s_r == t]
+            if len(starting):
+                version = int(corpus.version[starting].max())
+            created = float(corpus.created_at[starting].max()) if len(starting) else t
+            if seq:
+                seq[-1].end = t
+            if not live:  # the document is withdrawn
+                seq.append(Version(doc_id, version, t, t, np.inf, "", [], [], []))
+            else:
+                paragraphs, hashes, owners = [], [], []
+                for i in live:
+                    for c in chunk_paragraphs(corpus.texts[i]):
+                        paragraphs.append(c.text)
+                        hashes.append(chunk_hash(c.text))
+                        owners.append(i)
+                text = "\n\n".join(corpus.texts[i] for i in live)
+                if [c.text for c in chunk_paragraphs(text)] != paragraphs:  # pragma: no cover - guarded assumption
+                    raise BenchError(f"corpus: {doc_id} version {version}: chunks do not join into paragraphs")
+                seq.append(Version(doc_id, version, created, t, np.inf, text, paragraphs, hashes, owners))
+            live_prev = live
         # A document's versions must reach the lake in effective order: one that was written before an earlier
         # one waits for it (never happens in our data, where created_at follows valid_from).
         latest = -np.inf
@@ -148,16 +169,27 @@ def corpus_versions(corpus: Corpus) -> list[Version]:
     return out
 
 
-@register("livevectorlake")
+NEEDS = ("doc_id", "valid_from")  # what corpus_versions reads that has no usable default (valid_from or created_at)
+
+
+def check_corpus(corpus: Corpus, name: str = "livevectorlake") -> None:
+    """One-line BenchError when the dataset lacks a field livevectorlake needs (before anything is embedded)."""
+    require_fields(name, corpus, NEEDS, "it rebuilds each document's versions from its chunks' doc_id and validity "
+                   "windows: valid_from or created_at, and valid_to")
+
+
 class LiveVectorLakeRetriever:
     name = "livevectorlake"
 
-    def __init__(self, cfg: dict, name: str = "livevectorlake"):
+    def __init__(self, name: str = "livevectorlake", **params):
         self.name = name
-        self.s = settings(dict(cfg), f"retrievers.{name}")
+        self.s = settings(params, f"retrievers.{name}")
         self.lake = None
         self._info: dict = {}
         self._cleanup: weakref.finalize | None = None  # removes the temporary lake folder
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        check_corpus(corpus, self.name)
 
     def close(self) -> None:
         """Drop the lake; a temporary lake folder (``lake_path: null``, not kept) is removed."""

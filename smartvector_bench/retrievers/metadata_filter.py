@@ -19,7 +19,7 @@ from ..dataset import Corpus
 from ..index import FlatIndex
 from ..run import Run, rank_by_score
 from ..settings import section
-from . import register
+from .base import require_fields
 
 
 @dataclass(frozen=True)
@@ -28,13 +28,16 @@ class MetadataFilterParams:
     POSITIVE: ClassVar[tuple[str, ...]] = ("candidates",)
 
 
-@register("metadata_filter")
 class MetadataFilter:
     name = "metadata_filter"
 
-    def __init__(self, cfg: dict):
-        self.p = section(MetadataFilterParams, {k: v for k, v in cfg.items() if k != "kind"},
-                         "retrievers.metadata_filter")
+    def __init__(self, name: str = "metadata_filter", **params):
+        self.name = name
+        self.p = section(MetadataFilterParams, params, f"retrievers.{name}")
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to", "authority"),
+                       "it keeps the chunks valid at as_of and puts the most authoritative first")
 
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
         self.corpus = corpus

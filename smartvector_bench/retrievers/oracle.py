@@ -1,4 +1,5 @@
-"""Oracle: a ceiling that reads the ground-truth labels (the only system that does: ``reads_labels = True``).
+"""Oracle: a ceiling that reads the ground-truth labels (the only system that does: it is
+:class:`~.base.ReadsLabels`).
 
 The harness calls ``index(corpus, vectors, serve_time)``, then ``index_labels(chunk_family, chunk_kind)`` (one
 family key and one kind per corpus row, "" for none), and passes ``query_family=`` (aligned with the query
@@ -29,7 +30,7 @@ from ..errors import BenchError
 from ..index import FlatIndex
 from ..run import Run
 from ..settings import section
-from . import register
+from .base import require_fields
 from .valid_cosine import cosine_confidence, in_force
 
 
@@ -38,13 +39,12 @@ class OracleParams:
     pass  # no settings; the section still rejects unknown keys
 
 
-@register("oracle")
 class Oracle:
     name = "oracle"
-    reads_labels = True
 
-    def __init__(self, cfg: dict):
-        self.p = section(OracleParams, {k: v for k, v in cfg.items() if k != "kind"}, "retrievers.oracle")
+    def __init__(self, name: str = "oracle", **params):
+        self.name = name
+        self.p = section(OracleParams, params, f"retrievers.{name}")
         self._chunk_family: np.ndarray | None = None
         self._statement: np.ndarray | None = None
 
@@ -52,6 +52,11 @@ class Oracle:
         self.corpus = corpus
         self._index = FlatIndex(vectors)
         self._chunk_family = None  # labels belong to one corpus: index_labels must follow
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        """The labels/ folder is the harness's check (ReadsLabels); here the metadata the rule ranks by."""
+        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to", "authority"),
+                       "it ranks the statements in force at as_of by authority")
 
     def index_labels(self, chunk_family: np.ndarray, chunk_kind: np.ndarray | None = None) -> None:
         fam = np.asarray(chunk_family, dtype=object).reshape(-1)
@@ -64,7 +69,7 @@ class Oracle:
             kind = np.asarray(chunk_kind, dtype=object).reshape(-1)
             if len(kind) != len(fam):
                 raise BenchError(f"oracle: {len(kind)} chunk kinds for {len(fam)} corpus rows")
-            self._statement = kind == "statement"
+            self._statement = (kind == "statement") | (kind == "")  # "": a dataset that labels no kinds
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, query_family: np.ndarray | None = None, **labels) -> Run:

@@ -17,7 +17,7 @@ from ..dataset import Corpus
 from ..index import FlatIndex
 from ..run import Run, rank_by_score
 from ..settings import section
-from . import register
+from .base import require_fields
 from .valid_cosine import cosine_confidence
 
 
@@ -27,13 +27,15 @@ class RecentCosineParams:
     POSITIVE: ClassVar[tuple[str, ...]] = ("candidates",)
 
 
-@register("recent_cosine")
 class RecentCosine:
     name = "recent_cosine"
 
-    def __init__(self, cfg: dict):
-        self.p = section(RecentCosineParams, {k: v for k, v in cfg.items() if k != "kind"},
-                         "retrievers.recent_cosine")
+    def __init__(self, name: str = "recent_cosine", **params):
+        self.name = name
+        self.p = section(RecentCosineParams, params, f"retrievers.{name}")
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, ("created_at",), "it orders the candidates by creation time")
 
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
         self.corpus = corpus

@@ -77,7 +77,7 @@ from ..signals.fusion import fuse, weights_from_config
 from ..signals.relational import RelationalParams, relational_signal
 from ..signals.temporal import TemporalParams, temporal_signal
 from ..timeutil import format_iso, from_days
-from . import register
+from .base import require_fields
 from .fused_kernel import exhaustive_top_k
 
 EXCLUDABLE = ("DORMANT", "DEPRECATED", "ARCHIVED")
@@ -115,7 +115,7 @@ class SearchParams:
     OPTIONAL_INT: ClassVar[tuple[str, ...]] = ("candidates", "prior_candidates")
 
 
-TOP_LEVEL = {"kind", "weights", "temporal", "confidence", "relational", "consolidation", "lifecycle",
+TOP_LEVEL = {"weights", "temporal", "confidence", "relational", "consolidation", "lifecycle",
              "exclude_statuses", *StatusPolicy.__dataclass_fields__, *SearchParams.__dataclass_fields__}
 
 # Bytes per (query, vector) entry of the exhaustive path's working set: FAISS's float32 scores and int64 ids,
@@ -203,11 +203,10 @@ class _Blocks:
         return np.repeat(self.starts[blocks] - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
 
 
-@register("smartvector")
 class SmartVector:
     name = "smartvector"
 
-    def __init__(self, cfg: dict, name: str = "smartvector"):
+    def __init__(self, name: str = "smartvector", **cfg):
         where = f"retrievers.{name}"
         self.name = name
         unknown = sorted(set(cfg) - TOP_LEVEL)
@@ -233,6 +232,10 @@ class SmartVector:
                 raise BenchError(f"{where}.exclude_statuses: {s!r} unknown; allowed: {', '.join(EXCLUDABLE)}")
         self.last_search: dict = {}
 
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to"),
+                       "its temporal signal and confidence decay read each chunk's age and validity window")
+
     # -- ingest + consolidation ----------------------------------------------------------------------------
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
         """Frozen form: everything created by ``serve_time`` ingested and consolidated once there."""
@@ -254,6 +257,25 @@ class SmartVector:
         self.store = store
         self.agent = agent
         self._relational_key = None
+
+    # -- capabilities (base.py): the consolidation audit, and the live store of experiment=feedback_loop ------
+    def contradiction_detection(self, rumor) -> dict:
+        from ..audit import detection_quality
+
+        return detection_quality(self.store, self.agent, rumor)
+
+    def bind_live(self, corpus: Corpus, vectors: np.ndarray) -> tuple[VectorStore, ConsolidationAgent]:
+        store = VectorStore(corpus, self.conf_params, self.store_params)
+        agent = ConsolidationAgent(corpus, self.cons_params, vectors)
+        self.bind(corpus, vectors, store, agent)
+        return store, agent
+
+    def live_state(self) -> tuple[VectorStore, ConsolidationAgent]:
+        return self.store, self.agent
+
+    def query_signals(self, query_vector: np.ndarray, as_of: float):
+        score, key, sig = self.score(self._index.dense_scores(query_vector[None, :]), np.array([as_of]))
+        return score, key, sig, self.weights
 
     def relational(self) -> np.ndarray:
         """R per vector from the edges known at the agent's last run (recomputed only after a new run)."""
@@ -744,7 +766,7 @@ def rerank_agreement(retriever_cfg: dict, corpus: Corpus, vectors: np.ndarray, q
     whether the whole top-k is the same, the search time, and how many queries fell back to exhaustive."""
     cfg = dict(retriever_cfg)
     cfg["candidates"] = None
-    r = SmartVector(cfg, name)
+    r = SmartVector(name, **{k: v for k, v in cfg.items() if k != "_target_"})
     as_of = np.asarray(as_of, dtype=np.float64)
     r.index(corpus, vectors, float(np.max(as_of)) if serve_time is None else float(serve_time))
     base = r.search_params

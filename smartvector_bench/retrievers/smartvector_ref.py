@@ -76,7 +76,7 @@ from ..errors import BenchError
 from ..run import Run
 from ..settings import choice, section
 from ..timeutil import format_iso, from_days
-from . import register
+from .base import require_fields
 
 PATCHED_MODULES = ("smartvector.confidence", "smartvector.consolidation", "smartvector.db", "smartvector.models",
                    "smartvector.factory")
@@ -186,19 +186,33 @@ SUMMARY_KEYS = ("conflicts_found", "relationships_built", "ripples_propagated", 
                 "vectors_consolidated")
 
 
-@register("smartvector_ref")
 class SmartVectorRef:
     name = "smartvector_ref"
 
-    def __init__(self, cfg: dict, name: str = "smartvector_ref"):
+    def __init__(self, name: str = "smartvector_ref", **params):
         self.name = name
         self.where = f"retrievers.{name}"
-        values = {k: v for k, v in dict(cfg or {}).items() if k != "kind"}
-        self.params = section(RefParams, values, self.where)
+        self.params = section(RefParams, params, self.where)
         try:
             import smartvector  # noqa: F401
         except ImportError as exc:  # pragma: no cover - the package is a dependency
             raise BenchError(f"{self.where}: the package smartvector-rag is not installed ({exc})") from None
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        """Before anything is embedded: the package's clock is each chunk's ``created_at``, and each chunk must
+        stay one package vector (the factory splits a text at sentence ends into chunks of <= 200 characters;
+        ``index`` asserts the same), or our corpus rows would not map to the package's vectors."""
+        from smartvector.factory import SmartVectorFactory
+
+        require_fields(self.name, corpus, ("created_at",), "the package ingests each chunk at its creation time")
+        check_size(corpus, self.name)
+        for i, text in enumerate(corpus.texts):
+            n = len(SmartVectorFactory.from_text("check", 1, text, "check", "check", "", 1.0, naive(0.0)))
+            if n != 1:
+                raise BenchError(
+                    f"{self.name} needs every chunk to stay one package chunk (smartvector-rag splits a text at "
+                    f"sentence ends into chunks of at most 200 characters, and a blank text into none); chunk "
+                    f"{corpus.ids[i]!r} has {len(text)} characters and would become {n}")
 
     # -- the package, under the simulated clock -------------------------------------------------------------
     def _consolidate(self, at: float) -> dict:
@@ -355,3 +369,21 @@ class SmartVectorRef:
                                 "search": round(getattr(self, "search_s", float("nan")), 3)},
             })
         return info
+
+
+# Size limit (issue 15). The package's consolidation compares every pair of ingested chunks in pure Python
+# (keyword overlap, then difflib) and runs before each batch of arrivals, so a run costs O(N^2) and there are up
+# to N runs: about 40 s at the default dataset's 258 chunks, 341 s at 500 (docs/operations.md, T6), more than
+# 5 minutes at 2,150 (main_large leaves it out), 453 s at 250 chunks that all arrive at different times; by the
+# cubic growth about 45 minutes at 1,000. Memory stays small (55 MB at 250 chunks): time is what grows without
+# bound. Above this many chunks the system refuses before anything is embedded.
+MAX_CHUNKS = 1000
+
+
+def check_size(corpus: Corpus, name: str = "smartvector_ref", max_chunks: int = MAX_CHUNKS) -> None:
+    """For ``check_dataset``: one-line BenchError when the corpus has more than ``max_chunks`` chunks."""
+    if len(corpus) > max_chunks:
+        raise BenchError(f"{name} runs on at most {max_chunks:,} chunks and the dataset has {len(corpus):,}: "
+                         "smartvector-rag's consolidation compares every pair of chunks in pure Python before each "
+                         "batch of arrivals (about 40 s at 258 chunks, 341 s at 500, cubic beyond); leave it out of "
+                         "systems= on this dataset")

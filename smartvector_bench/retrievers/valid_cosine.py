@@ -16,7 +16,7 @@ from ..dataset import Corpus
 from ..index import FlatIndex
 from ..run import Run, rank_by_score
 from ..settings import section
-from . import register
+from .base import require_fields
 
 
 def in_force(corpus: Corpus, as_of: np.ndarray) -> np.ndarray:
@@ -38,13 +38,18 @@ class ValidCosineParams:
     pass  # no settings; the section still rejects unknown keys
 
 
-@register("valid_cosine")
+IN_FORCE_FIELDS = ("created_at", "valid_from", "valid_to")  # what in_force reads
+
+
 class ValidCosine:
     name = "valid_cosine"
 
-    def __init__(self, cfg: dict):
-        self.p = section(ValidCosineParams, {k: v for k, v in cfg.items() if k != "kind"},
-                         "retrievers.valid_cosine")
+    def __init__(self, name: str = "valid_cosine", **params):
+        self.name = name
+        self.p = section(ValidCosineParams, params, f"retrievers.{name}")
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")
 
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
         self.corpus = corpus
