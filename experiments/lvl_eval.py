@@ -151,6 +151,10 @@ def check_dataset_config(ds: dict) -> None:
     """The dataset must be an lvl_corpus: generated (``dataset=lvl_corpus``) or a folder holding its files."""
     if ds.get("path"):
         root = Path(ds["path"])
+        if not root.is_dir():
+            raise BenchError(f"dataset.path={root}: {'is not a folder' if root.exists() else 'does not exist'}; "
+                             f"experiment=lvl_eval needs an lvl_corpus folder (the BEIR files plus "
+                             f"{', '.join(LVL_FILES)}; generate one with smartvector-gen dataset=lvl_corpus)")
         for name in LVL_FILES:
             if not (root / name).is_file():
                 raise BenchError(f"dataset.path={root}: {name} is missing; experiment=lvl_eval needs an lvl_corpus "
@@ -163,6 +167,18 @@ def check_dataset_config(ds: dict) -> None:
     from data_gen.params import params_from_config
 
     params_from_config(dict(ds))  # validate before writing anything
+
+
+CORPUS_NEEDS = ("doc_id", "valid_from")  # a returned lake row maps to corpus chunks by document and window
+
+
+def check_corpus_fields(dataset) -> None:
+    """One line naming the corpus metadata an lvl_corpus folder must give (CorpusMap reads them)."""
+    missing = [f for f in CORPUS_NEEDS if f not in dataset.corpus.present]
+    if missing:
+        raise BenchError(f"{dataset.path / 'corpus.jsonl'}: gives no metadata.{' / metadata.'.join(missing)} for "
+                         "every chunk; experiment=lvl_eval maps the lake's rows back to corpus chunks by doc_id and "
+                         "validity window (an lvl_corpus from smartvector-gen dataset=lvl_corpus has them)")
 
 
 # -- the lvl_corpus files --------------------------------------------------------------------------------------
@@ -976,6 +992,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
 
     t = time.perf_counter()
     dataset = prepare_dataset(cfg, out_dir)
+    check_corpus_fields(dataset)  # before anything is embedded
     versions = load_versions(dataset.path, dataset.manifest)
     corpus, queries = dataset.corpus, dataset.queries
     timings["dataset"] = time.perf_counter() - t

@@ -8,6 +8,11 @@ the model, and time the update. The embedder's cache is disabled: these are real
 the last edit every strategy's store is compared with a from-scratch rebuild of the final documents
 (chunk texts, offsets, vectors, and the top-k chunks of every dataset query over a FAISS index).
 
+Documents are rebuilt from the corpus (``updates.edits.corpus_documents``): a document's chunks in force at its
+latest version, in ``offset_start`` order, so a corpus whose unchanged chunks span several versions
+(``dataset=git_history``) works too; a dataset without ``metadata.doc_id`` or ``metadata.offset_start`` (a plain
+BEIR folder) is refused in one line right after loading, before anything is embedded.
+
 Writes, in ``out_dir``: ``reembed_cost.md`` and the same table as ``table.md`` (printed by the CLI) and,
 last, ``reembed_cost.json``. Everything is validated before the first file is written.
 """
@@ -33,7 +38,8 @@ from smartvector_bench.run import rank_by_score
 from smartvector_bench.settings import choice, section
 from smartvector_bench.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
 from smartvector_bench.updates.cdc import CLASSES
-from smartvector_bench.updates.edits import DEFAULT_MIX, EDIT_TYPES, check_mix, final_texts, load_documents, make_edits
+from smartvector_bench.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
+                                              make_edits)
 from smartvector_bench.validate import check_dataset, check_embedder
 
 PAPER_CLAIM = {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77}
@@ -258,7 +264,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     emb_cfg = {**dict(cfg["embedder"]), "cache_path": None}
     embedder = build_embedder(emb_cfg)
     dataset = prepare_dataset(cfg, out_dir)
-    docs = load_documents(dataset.path)
+    # Before any embedding: one line naming a missing field (doc_id, offset_start) of an external dataset.
+    docs = corpus_documents(dataset.corpus, dataset.path / "corpus.jsonl")
     if chunker.separator != "\n":  # paragraph chunks: the dataset's sections (lines) become paragraphs
         docs = {d: chunker.separator.join(t.split("\n")) for d, t in docs.items()}
     edits = make_edits(docs, s.n_edits, s.mix, s.edit_seed, chunker.separator)

@@ -120,10 +120,25 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
+# The generator profiles whose labels/ name the families and kinds the rules need.
+LABELLED_GENERATORS = ("versioned_policies", "versioned_policies_large")
+
+
 def validate(cfg: dict) -> tuple[list[str], list[int], float]:
-    """``experiment.*``, every profile x seed dataset and the embedder keys, before any work or write."""
+    """``experiment.*``, every profile x seed dataset and the embedder keys, before any work or write. The audit
+    generates its own datasets and reads their labels/: ``dataset.path`` (an external folder) is refused, and so is
+    a profile of another generator (git_history, lvl_corpus), each in one line."""
     profiles, seeds, bar = _settings(dict(cfg.get("experiment") or {}))
+    path = (cfg.get("dataset") or {}).get("path")
+    if path:
+        raise BenchError(f"dataset.path={path}: experiment=shortcut_audit does not read a dataset folder; it generates "
+                         f"every experiment.profiles x experiment.seeds dataset itself and needs the generator's "
+                         f"labels/ (chunk families and kinds), which an external dataset lacks; drop dataset.path")
     for p in profiles:
+        generator = profile_config(p, 0).get("name", LABELLED_GENERATORS[0])
+        if generator not in LABELLED_GENERATORS:
+            raise BenchError(f"experiment.profiles: {p!r} is a {generator} dataset, without the labels/ (chunk "
+                             f"families and kinds) the cue rules need; use {' or '.join(LABELLED_GENERATORS)}")
         for seed in seeds:
             params_from_config(profile_config(p, seed))
     check_embedder(cfg)

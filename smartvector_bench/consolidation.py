@@ -58,11 +58,31 @@ class ConsolidationParams:
     # outside those pairs are missed (smartvector_bench/perf/consolidation.py measures how many).
     candidates: int | None = None
     candidate_index: str = choice("ivf", "flat", "hnsw")  # ivf / hnsw: approximate kNN; flat: exact (quadratic)
+    # With candidates None: all pairs up to this many vectors, above it the ``auto_candidates`` nearest
+    # neighbours (None: all pairs at any size). All pairs holds an N x N product: about 8.6 GB at 10,000 vectors
+    # and 22 GB at 25,000 (results/perf); the default datasets (258 and 2,172 vectors) stay far below.
+    all_pairs_max: int | None = 5000
+    # k of the automatic candidate path: at 10,000 vectors k = 100 found all 37 contradictions of all pairs
+    # (k = 20 found none; results/perf/summary.csv, smartvector_ann_k*).
+    auto_candidates: int = 100
 
     def __post_init__(self) -> None:
-        v = self.candidates
-        if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
-            raise BenchError(f"consolidation.candidates={v!r}: must be null or an integer >= 1")
+        for key in ("candidates", "all_pairs_max"):
+            v = getattr(self, key)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
+                raise BenchError(f"consolidation.{key}={v!r}: must be null or an integer >= 1")
+        v = self.auto_candidates
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise BenchError(f"consolidation.auto_candidates={v!r}: must be an integer >= 1")
+
+    def candidates_for(self, n: int) -> int | None:
+        """The k of the candidate path for ``n`` vectors (None: all pairs): ``candidates`` when set, else
+        ``auto_candidates`` above ``all_pairs_max`` vectors."""
+        if self.candidates is not None:
+            return int(self.candidates)
+        if self.all_pairs_max is not None and n > self.all_pairs_max:
+            return int(self.auto_candidates)
+        return None
 
 
 def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedback_ratio: np.ndarray,
@@ -144,8 +164,11 @@ class ConsolidationAgent:
         self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
         self.last_run: float | None = None
         self.edges_seen: set[int] = set()
-        if params.candidates is not None and vectors is None:
-            raise ValueError("consolidation.candidates needs the corpus embeddings (vectors=None)")
+        # k of the candidate path (None: all pairs); above all_pairs_max vectors it is chosen automatically
+        self.k = params.candidates_for(len(corpus))
+        if self.k is not None and vectors is None:
+            raise ValueError(f"consolidation.candidates needs the corpus embeddings (vectors=None; k={self.k} for "
+                             f"{len(corpus)} vectors, all_pairs_max={params.all_pairs_max})")
         self.vectors = vectors
         self._candidates: tuple[np.ndarray, np.ndarray] | None = None
         self.timings: dict[str, float] = {}  # seconds of the last run's phases
@@ -153,7 +176,7 @@ class ConsolidationAgent:
     def candidate_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The k-nearest-neighbour pairs (i < j) over the corpus vectors, computed once."""
         if self._candidates is None:
-            self._candidates = knn_pairs(self.vectors, int(self.p.candidates), self.p.candidate_index)
+            self._candidates = knn_pairs(self.vectors, int(self.k), self.p.candidate_index)
         return self._candidates
 
     # -- edges -----------------------------------------------------------------------------------------------
@@ -189,14 +212,14 @@ class ConsolidationAgent:
 
         # Contradictions between what changed and what is in force.
         timings = self.timings = {}
-        if self.p.candidates is not None:
+        if self.k is not None:
             t0 = time.perf_counter()
             lo, hi = self.candidate_pairs()
             timings["candidates_s"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         origins: set[int] = set()
         new = pending[in_force[pending]] if len(pending) else pending
-        if self.p.candidates is None:
+        if self.k is None:
             found = self.detector.pairs(new, np.nonzero(in_force)[0])
         else:
             found = self.detector.pairs_from(*orient(lo, hi, new, in_force, len(c)))
@@ -219,7 +242,7 @@ class ConsolidationAgent:
         self._add_given_edges(fresh)
         if self.p.detect_dependencies and len(fresh):
             ingested = store.ingested()
-            if self.p.candidates is None:
+            if self.k is None:
                 i, j, _ = jaccard_between(self.words, fresh, np.nonzero(ingested)[0], self.p.dependency_threshold)
                 keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
             else:  # candidate pairs with one end fresh and the other ingested, each once
@@ -448,8 +471,11 @@ def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
     """Counts of what consolidation did, and the edges as they count after the agent's last run."""
     kinds = {k: n for k, n in store.events.count("kind").items() if k in CONSOLIDATION_EVENTS}
     at = agent.last_run if agent.last_run is not None else -np.inf
-    return {"contradictions": len(agent.contradictions), "edges": int(agent.depends_on(at).indices.size),
-            "events": dict(sorted(kinds.items()))}
+    out = {"contradictions": len(agent.contradictions), "edges": int(agent.depends_on(at).indices.size),
+           "events": dict(sorted(kinds.items()))}
+    if agent.k is not None and agent.p.candidates is None:  # switched to candidate pairs by size
+        out["auto_candidates"] = {"k": agent.k, "n_vectors": len(agent.corpus), "all_pairs_max": agent.p.all_pairs_max}
+    return out
 
 
 def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:

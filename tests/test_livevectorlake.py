@@ -4,6 +4,7 @@ with zero temporal leakage."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -23,10 +24,9 @@ from smartvector_bench.errors import BenchError
 from smartvector_bench.lvl import SCHEMA, LiveVectorLake, valid_at
 from smartvector_bench.lvl.cold import INF_US, to_us
 from smartvector_bench.lvl.hot import read_state
-from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.retrievers import build_retriever
 
-registered()  # discover every system first: importing one retriever module directly would fill the registry
-# with that system alone, and the registry only discovers the others while it is empty
+LVL_TARGET = "smartvector_bench.retrievers.livevectorlake.LiveVectorLakeRetriever"
 from smartvector_bench.retrievers.livevectorlake import corpus_versions, settings
 from smartvector_bench.updates import chunk_hash
 
@@ -401,7 +401,7 @@ POLICY = [  # v1 written at day 5, in force from 10; v2 written at 18, in force 
 
 
 def _retriever(tmp_path, **over):
-    return build_retriever("livevectorlake", {"kind": "livevectorlake", "lake_path": str(tmp_path / "lake"), **over})
+    return build_retriever("livevectorlake", {"_target_": LVL_TARGET, "lake_path": str(tmp_path / "lake"), **over})
 
 
 def test_corpus_versions_take_effect_at_valid_from_and_closed_documents_are_retired():
@@ -444,14 +444,76 @@ def test_an_unchanged_paragraph_maps_to_the_chunk_of_the_version_in_force(tmp_pa
     assert d["leakage_check"]["outside_window"] == 0
 
 
+# The windows layout (dataset=git_history): an unchanged paragraph is ONE chunk whose window spans several
+# document versions; a changed one is a new chunk; ``version`` is where a chunk started and its offsets are its
+# span in that version. pol v1 at 10 = [scope, limit 50]; v2 at 20 = [scope, limit 75]; v3 at 30 = [scope,
+# limit 100, approval]. The runbook is withdrawn at 8.
+WINDOWS = [
+    {"text": "Scope: all staff.", "doc": "pol", "version": 1, "created": 5.0, "vf": 10.0, "start": 0},
+    {"text": "The limit is 50 dollars.", "doc": "pol", "version": 1, "created": 5.0, "vf": 10.0, "vt": 20.0,
+     "start": 18},
+    {"text": "What is the limit now?", "doc": "chat", "version": 1, "created": 12.0, "vf": 12.0},
+    {"text": "The limit is 75 dollars.", "doc": "pol", "version": 2, "created": 18.0, "vf": 20.0, "vt": 30.0,
+     "start": 18},
+    {"text": "Approval by a manager.", "doc": "pol", "version": 3, "created": 28.0, "vf": 30.0, "start": 44},
+    {"text": "The limit is 100 dollars.", "doc": "pol", "version": 3, "created": 28.0, "vf": 30.0, "start": 18},
+    {"text": "Old runbook step.", "doc": "rb", "version": 1, "created": 1.0, "vf": 1.0, "vt": 8.0},
+]
+
+
+def test_corpus_versions_derive_snapshots_from_chunk_windows():
+    corpus = _corpus(WINDOWS)
+    pol = [v for v in corpus_versions(corpus) if v.doc_id == "pol"]
+    assert [(v.version, v.effective_at, v.end, v.created_at) for v in pol] == [
+        (1, 10.0, 20.0, 5.0), (2, 20.0, 30.0, 18.0), (3, 30.0, np.inf, 28.0)]
+    assert [v.para_chunk for v in pol] == [[0, 1], [0, 3], [0, 5, 4]]  # the scope chunk in every snapshot
+    assert pol[2].text == "Scope: all staff.\n\nThe limit is 100 dollars.\n\nApproval by a manager."
+    rb = [(v.effective_at, v.text) for v in corpus_versions(corpus) if v.doc_id == "rb"]
+    assert rb == [(1.0, "Old runbook step."), (8.0, "")]  # withdrawn when its only chunk ends
+
+
+def test_windows_layout_hot_tier_and_as_of(tmp_path):
+    corpus = _corpus(WINDOWS)
+    vecs = EMB.encode(corpus.texts)
+    r = _retriever(tmp_path)
+    r.index(corpus, vecs, serve_time=35.0)
+    info = r.describe()["ingest"]
+    # pol's scope embedded once (unchanged at v2 and v3), v2: the limit modified, v3: modified + appended (5);
+    # chat and the runbook: 1 each
+    assert info["embeddings_needed"] == 7 and info["classes"]["unchanged"] == 2 and info["versions"] == 5
+    in_force = [i for i in range(len(corpus)) if corpus.valid_from[i] <= 35.0 < corpus.valid_to[i]]
+    assert in_force == [0, 2, 4, 5]
+    hot = sorted((key[0], key[1]) for key in r.lake.hot.keys())  # (doc_id, chunk_id)
+    assert hot == sorted((str(corpus.doc_id[i]), chunk_hash(corpus.texts[i])) for i in in_force)
+    assert r.lake.check()["consistent"]
+    q = EMB.encode(["The limit is dollars"])
+    for as_of, want in ((15.0, {0, 1, 2}), (25.0, {0, 2, 3}), (35.0, {0, 2, 4, 5}), (5.0, {6})):
+        got = {int(i) for i in r.search(q, np.array([as_of]), k=10).ranked[0] if i >= 0}
+        assert got == want, as_of  # exactly the chunks in force at as_of, each mapped to its own corpus row
+    d = r.describe()
+    assert d["leakage_check"]["outside_window"] == 0 and d["leakage_check"]["unmapped_hits"] == 0
+    assert d["routing"]["hot"] == 1
+
+
+def test_check_dataset_names_the_missing_field(tmp_path):
+    r = _retriever(tmp_path)
+    corpus = _corpus(WINDOWS)
+    r.check_dataset(corpus)  # every field given
+    with pytest.raises(BenchError, match=r"^livevectorlake needs metadata\.doc_id, metadata\.valid_from on every "
+                                         r"chunk \([^\n]*\); the dataset lacks them$"):
+        r.check_dataset(dataclasses.replace(corpus, present=frozenset()))
+    with pytest.raises(BenchError, match=r"needs metadata\.valid_from on every chunk"):
+        r.check_dataset(dataclasses.replace(corpus, present=frozenset({"doc_id", "version"})))
+
+
 def test_settings_are_validated():
-    assert settings({"kind": "livevectorlake"}).current_tolerance_days == 1.0
+    assert settings({}).current_tolerance_days == 1.0
     for bad, msg in (({"hot_index": "ivf"}, "hot_index=ivf: unknown; allowed: flat, hnsw"),
                      ({"current_tolerance_days": -1}, "current_tolerance_days=-1: must be a finite number >= 0"),
                      ({"nope": 1}, "nope: unknown key"), ({"lake_path": ""}, "lake_path=''"),
                      ({"hnsw_m": 0}, "hnsw_m=0: must be an integer > 0")):
         with pytest.raises(BenchError, match=msg):
-            build_retriever("livevectorlake", {"kind": "livevectorlake", **bad})
+            build_retriever("livevectorlake", {"_target_": LVL_TARGET, **bad})
 
 
 def test_lake_path_must_be_empty(tmp_path):
@@ -527,6 +589,6 @@ def test_no_temporal_leakage_on_the_default_dataset(default_dataset, tmp_path):
     assert info["routing"]["cold_historical"] == int(hist.sum()) and info["routing"]["hot"] == int((~hist).sum())
     assert info["leakage_check"]["unmapped_hits"] == 0 and r.lake.check()["consistent"]
     # the plain cosine baseline on the same vectors does leak: the check can fail
-    plain = build_retriever("plain_cosine", {"kind": "plain_cosine"})
+    plain = build_retriever("plain_cosine", {"_target_": "smartvector_bench.retrievers.plain_cosine.PlainCosine"})
     plain.index(corpus, emb.encode(corpus.texts), 0.0)
     assert _leaks(plain.search(emb.encode(queries.texts), queries.as_of, 10), corpus, queries)[0] > 0

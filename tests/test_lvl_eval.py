@@ -95,6 +95,28 @@ def test_a_non_lvl_dataset_folder_is_refused_naming_documents_jsonl(tmp_path, ti
     assert not (tmp_path / "out2").exists()
 
 
+def test_an_external_dataset_is_refused_in_one_line_before_any_work(tmp_path, tiny_dataset):
+    for path, needle in ((tmp_path / "nowhere", "does not exist"), (tiny_dataset / "corpus.jsonl", "is not a folder"),
+                         (tiny_dataset, "documents.jsonl is missing")):
+        cfg = compose_config(SMALL + [f"dataset.path={path}"])
+        with pytest.raises(BenchError, match=rf"^dataset\.path={path}: {needle}; [^\n]*lvl_corpus[^\n]*$"):
+            run(cfg, tmp_path / "out")
+        assert not (tmp_path / "out").exists()
+
+
+def test_an_lvl_folder_without_doc_id_or_windows_is_refused_naming_them(tmp_path):
+    class _Corpus:
+        present = frozenset({"version", "source"})
+
+    class _Dataset:
+        path, corpus = tmp_path, _Corpus()
+
+    with pytest.raises(BenchError, match=r"corpus\.jsonl: gives no metadata\.doc_id / metadata\.valid_from for "):
+        lvl_eval.check_corpus_fields(_Dataset())
+    _Corpus.present = frozenset({"doc_id", "valid_from"})
+    lvl_eval.check_corpus_fields(_Dataset())
+
+
 def test_a_used_lake_path_is_refused(tmp_path):
     (tmp_path / "lake").mkdir()
     (tmp_path / "lake" / "x").write_text("x")

@@ -122,3 +122,82 @@ def test_reembed_cost_with_minilm_through_the_cli(cli, tmp_path):
     _check(result, 40)
     for s in result["strategies"].values():
         assert s["equivalent_to_rebuild"]["max_abs_vector_diff"] <= 1e-6
+
+
+# -- external datasets -------------------------------------------------------------------------------------------
+
+A = "Expense reports are due on the fifth working day of each month."
+B = "Managers approve travel costs up to five hundred euros."
+B2 = "Managers approve travel costs up to seven hundred and fifty euros per trip."
+C = "Receipts must be scanned and attached to every claim."
+D = "Late claims are paid with the next monthly salary run."
+F1 = "The office opens at eight in the morning on weekdays."
+F2 = "Visitors sign in at the front desk and wear a badge."
+
+
+def _windows_dataset(path, metadata: bool = True):
+    """A small external dataset in the windows layout (dataset=git_history): an unchanged paragraph is one chunk
+    whose window spans several versions; a changed one is a new chunk superseding the old (offsets: its span in
+    the version where it started). handbook v1 = A B C (January), v2 = A B2 C (February), v3 = A B2 C D (March)."""
+    def chunk(cid, doc, version, text, start, vf, vt=None, sup=None):
+        meta = {"doc_id": doc, "version": version, "source": "wiki", "authority": 0.9, "created_at": vf,
+                "valid_from": vf, "valid_to": vt, "depends_on": [], "supersedes": sup, "offset_start": start,
+                "offset_end": start + len(text)}
+        return {"_id": cid, "title": "", "text": text, **({"metadata": meta} if metadata else {})}
+
+    jan, feb, mar = "2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z", "2024-03-01T00:00:00Z"
+    rows = [
+        chunk("h-c", "handbook", 1, C, len(A) + len(B) + 2, jan),
+        chunk("h-a", "handbook", 1, A, 0, jan),
+        chunk("h-b", "handbook", 1, B, len(A) + 1, jan, feb),
+        chunk("h-b2", "handbook", 2, B2, len(A) + 1, feb, sup="h-b"),
+        chunk("h-d", "handbook", 3, D, len(A) + len(B2) + len(C) + 3, mar),
+        chunk("f-2", "faq", 1, F2, len(F1) + 1, jan),
+        chunk("f-1", "faq", 1, F1, 0, jan),
+    ]
+    path.mkdir(parents=True)
+    (path / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    qmeta = {"query_time": "2024-04-01T00:00:00Z", "as_of": "2024-04-01T00:00:00Z", "category": "current"}
+    queries = [("q1", "How much can managers approve for travel?", "h-b2", "dev"),
+               ("q2", "When does the office open?", "f-1", "test")]
+    (path / "queries.jsonl").write_text("".join(
+        json.dumps({"_id": q, "text": t, **({"metadata": {**qmeta, "split": s}} if metadata else {})}) + "\n"
+        for q, t, _, s in queries))
+    (path / "qrels").mkdir()
+    for split in ("dev", "test"):
+        (path / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(
+            f"{q}\t{c}\t1\n" for q, _, c, s in queries if s == split))
+    return path
+
+
+def test_documents_of_a_windows_layout_corpus(tmp_path):
+    from smartvector_bench.updates.edits import load_documents
+
+    docs = load_documents(_windows_dataset(tmp_path / "ds"))
+    # the latest handbook is every chunk in force in March, in offset order; C keeps its January offset
+    assert docs == {"faq": f"{F1}\n{F2}", "handbook": "\n".join([A, B2, C, D])}
+
+
+def test_reembed_cost_runs_on_a_windows_layout_dataset(tmp_path):
+    path = _windows_dataset(tmp_path / "ds")
+    cfg = compose_config(["embedder=hashing", "experiment=reembed_cost", "experiment.n_edits=12",
+                          "experiment.progress=false", f"dataset.path={path}"])
+    result = run(cfg, tmp_path / "run")
+    _check(result, 12)
+    assert result["dataset"]["n_documents"] == 2 and result["dataset"]["n_queries"] == 2
+
+
+def test_reembed_cost_refuses_a_dataset_without_doc_id_in_one_line(tmp_path, monkeypatch):
+    path = _windows_dataset(tmp_path / "ds", metadata=False)  # a plain BEIR folder
+    cfg = compose_config(["embedder=hashing", "experiment=reembed_cost", "experiment.progress=false",
+                          f"dataset.path={path}"])
+    from smartvector_bench.updates import store
+
+    def no_embedding(*a, **k):
+        raise AssertionError("embedded before refusing")
+
+    monkeypatch.setattr(store.DocumentStore, "build", no_embedding)
+    with pytest.raises(BenchError, match=r"^experiment=reembed_cost: the dataset gives no metadata\.doc_id / "
+                                         r"metadata\.offset_start for every chunk; [^\n]*$"):
+        run(cfg, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

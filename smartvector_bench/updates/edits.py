@@ -1,9 +1,11 @@
 """The seeded edit stream that every update strategy replays, and the documents it starts from.
 
-Documents (:func:`load_documents`): the latest version of every ``doc_id`` of a BEIR dataset folder, its
-text rebuilt by joining the chunk texts with ``"\\n"`` in ``offset_start`` order (corpus rows may come in any
-order); the rebuild must reproduce every chunk's recorded ``offset_start`` / ``offset_end`` exactly, or a
-:class:`BenchError` names the line.
+Documents (:func:`corpus_documents`, :func:`load_documents`): the latest version of every ``doc_id`` of a
+BEIR dataset folder (the chunks in force when its last chunk took effect, so a chunk whose window spans
+several versions counts), its text rebuilt by joining the chunk texts with ``"\\n"`` in ``offset_start`` order
+(corpus rows may come in any order); the rebuild of a one-version document must reproduce every chunk's
+recorded ``offset_start`` / ``offset_end`` exactly, or a :class:`BenchError` names the line. A dataset without
+``doc_id`` or ``offset_start`` is refused in one line (:func:`check_corpus`).
 
 Edits (:func:`make_edits`), drawn with ``numpy.random.default_rng(seed)``; each one picks an edit type
 from the weighted ``mix`` and then a document uniformly (``paragraph_delete``: among documents with at
@@ -25,7 +27,6 @@ new text, so all strategies replay the same edits.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ..chunking import split_sentences
+from ..dataset import Corpus, load_corpus
 from ..errors import BenchError
 
 EDIT_TYPES = ("single_word", "sentence", "paragraph_insert", "paragraph_delete", "revert")
@@ -60,44 +62,81 @@ class Edit:
 
 # -- documents -------------------------------------------------------------------------------------------------
 
-def load_documents(path: str | Path) -> dict[str, str]:
-    """``{doc_id: text}`` for the latest version of every document in ``path/corpus.jsonl``, sorted by id."""
-    corpus = Path(path) / "corpus.jsonl"
-    if not corpus.is_file():
-        raise BenchError(f"{corpus}: file is missing")
-    rows: dict[str, dict[int, list[tuple[int, int, int, str]]]] = {}
-    with corpus.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            where = f"{corpus}:{lineno}"
-            try:
-                obj = json.loads(line)
-                meta = obj["metadata"]
-                rec = (int(meta["offset_start"]), int(meta["offset_end"]), lineno, str(obj["text"]))
-                doc_id, version = str(meta["doc_id"]), int(meta["version"])
-            except json.JSONDecodeError as exc:
-                raise BenchError(f"{where}: not valid JSON ({exc.msg})") from None
-            except (KeyError, TypeError, ValueError) as exc:
-                raise BenchError(f"{where}: needs text and metadata.doc_id, version, offset_start, offset_end "
-                                 f"({exc!r})") from None
-            rows.setdefault(doc_id, {}).setdefault(version, []).append(rec)
-    if not rows:
-        raise BenchError(f"{corpus}: file is empty")
+NEEDS = ("doc_id", "offset_start")  # a document is its chunks, in offset order
+
+
+def check_corpus(corpus: Corpus, where: str = "experiment=reembed_cost") -> None:
+    """One-line BenchError naming the metadata fields the dataset lacks to rebuild its documents."""
+    missing = [f for f in NEEDS if f not in corpus.present]
+    if missing:
+        raise BenchError(f"{where}: the dataset gives no metadata.{' / metadata.'.join(missing)} for every chunk; "
+                         "it edits whole documents rebuilt from their chunks (doc_id groups them, offset_start "
+                         "orders them), so it cannot run on this dataset")
+
+
+def corpus_documents(corpus: Corpus, path: str | Path = "corpus.jsonl", where: str = "experiment=reembed_cost",
+                     ) -> dict[str, str]:
+    """``{doc_id: text}`` of the latest version of every document, sorted by id: its chunks joined with
+    ``"\\n"`` in ``offset_start`` order (then ``offset_end``, then corpus order).
+
+    The latest version is the chunks in force when the document's last chunk took effect (``valid_from``):
+    the chunks of its highest version when every chunk of a version carries the version's window (the
+    generated datasets), and also the unchanged chunks of earlier versions when one chunk spans several
+    versions (``dataset=git_history``). Without validity times it is the chunks of the highest ``version``.
+    When all of a document's chunks come from one version, their offsets must be exactly their spans in the
+    rebuilt text, or a BenchError names the line (``path``); chunks carried over from earlier versions keep
+    their old offsets, which then only order them."""
+    check_corpus(corpus, where)
+    rows_of: dict[str, list[int]] = {}
+    order = np.lexsort((np.arange(len(corpus)), corpus.offset_end, corpus.offset_start))
+    for i in order.tolist():
+        rows_of.setdefault(str(corpus.doc_id[i]), []).append(i)
+    windows = "valid_from" in corpus.present
     docs = {}
-    for doc_id in sorted(rows):
-        version = max(rows[doc_id])
-        chunks = sorted(rows[doc_id][version])  # by offset_start (then offset_end, line)
-        text = "\n".join(c[3] for c in chunks)
-        pos = 0
-        for idx, (start, end, lineno, chunk_text) in enumerate(chunks):
-            if (start, end) != (pos, pos + len(chunk_text)) or text[start:end] != chunk_text:
-                raise BenchError(f"{corpus}:{lineno}: {doc_id} v{version} chunk {idx}: offsets [{start}, {end}) "
-                                 f"do not match the text rebuilt by joining the chunks with a newline "
-                                 f"(expected [{pos}, {pos + len(chunk_text)}))")
-            pos += len(chunk_text) + 1
+    for doc_id in sorted(rows_of):
+        r = np.array(rows_of[doc_id], dtype=np.int64)
+        version = corpus.version[r]
+        if windows:
+            t = float(corpus.valid_from[r[version == version.max()]].max())
+            r = r[(corpus.valid_from[r] <= t) & (t < corpus.valid_to[r])]
+            if not len(r):  # the latest version's window is empty of chunks (cannot happen: valid_to > valid_from)
+                r = np.array(rows_of[doc_id], dtype=np.int64)
+                r = r[corpus.version[r] == version.max()]
+        else:
+            r = r[version == version.max()]
+        text = "\n".join(corpus.texts[i] for i in r)
+        if len(set(corpus.version[r].tolist())) == 1:
+            pos = 0
+            for idx, i in enumerate(r.tolist()):
+                start, end, chunk_text = int(corpus.offset_start[i]), int(corpus.offset_end[i]), corpus.texts[i]
+                if (start, end) != (pos, pos + len(chunk_text)) or text[start:end] != chunk_text:
+                    raise BenchError(f"{path}:{_line_of(path, i)}: {doc_id} v{int(corpus.version[i])} chunk {idx}: "
+                                     f"offsets [{start}, {end}) do not match the text rebuilt by joining the chunks "
+                                     f"with a newline (expected [{pos}, {pos + len(chunk_text)}))")
+                pos += len(chunk_text) + 1
         docs[doc_id] = text
     return docs
+
+
+def _line_of(path: str | Path, row: int) -> int | str:
+    """The line of corpus row ``row`` (the loader skips blank lines); ``row + 1`` when the file is unreadable."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return row + 1
+    seen = -1
+    for lineno, line in enumerate(lines, 1):
+        if line.strip(" \t\r"):
+            seen += 1
+            if seen == row:
+                return lineno
+    return row + 1
+
+
+def load_documents(path: str | Path) -> dict[str, str]:
+    """:func:`corpus_documents` of ``path/corpus.jsonl`` (loaded and checked by ``dataset.load_corpus``)."""
+    corpus_path = Path(path) / "corpus.jsonl"
+    return corpus_documents(load_corpus(corpus_path), corpus_path)
 
 
 # -- edits -----------------------------------------------------------------------------------------------------
