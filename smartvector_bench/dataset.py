@@ -36,12 +36,23 @@ from .labels import DOC_TYPES, KINDS, Timeline
 from .timeutil import parse_iso, to_days
 
 SPLITS = ("dev", "test")
+# Dataset layouts this loader reads: 2.0 (every field required, five categories) and 2.1, its superset
+# (optional fields with defaults, free-form categories, optional qrels and labels files): schema/dataset.schema.json.
+DATASET_SCHEMA_VERSIONS = (SCHEMA_VERSION, "2.1")
 CATEGORIES = ("current", "recently_updated", "contested", "dependent", "historical")
 # What a document store holds about a chunk; nothing here says which chunk answers what (that is in labels/).
 CORPUS_META = ("doc_id", "version", "source", "authority", "created_at", "valid_from", "valid_to", "depends_on",
                "supersedes", "offset_start", "offset_end")
 QUERY_META = ("query_time", "as_of", "category", "split")
+QUERY_DEFAULTS = {"query_time": "as_of, else the corpus's latest time", "as_of": "query_time",
+                  "category": "all", "split": "its qrels file's split, else assigned (SplitSettings)"}
 LABEL_FILES = ("labels/chunks.jsonl", "labels/queries.jsonl", "labels/families.jsonl")
+# What a missing corpus field means (schema/dataset.schema.json says the same). doc_id defaults to the chunk's
+# own _id; created_at and valid_from stand in for each other, and with neither the chunk is in force for all time.
+CORPUS_DEFAULTS = {"doc_id": "<the chunk's _id>", "version": 1, "source": "unknown", "authority": 1.0,
+                   "created_at": "valid_from, else for all time", "valid_from": "created_at, else for all time",
+                   "valid_to": None, "depends_on": [], "supersedes": None, "offset_start": 0,
+                   "offset_end": "offset_start + len(text)"}
 
 
 @dataclass
@@ -65,6 +76,9 @@ class Corpus:
     offset_start: np.ndarray
     offset_end: np.ndarray
     index_of: dict[str, int] = field(repr=False, default_factory=dict)
+    # The metadata fields every row of the file gave; the others hold their documented defaults (a plain BEIR
+    # folder has none). A system that needs a field checks it here, before anything is embedded.
+    present: frozenset[str] = frozenset(CORPUS_META)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -153,6 +167,7 @@ class Dataset:
     seed: int | None
     manifest: dict | None
     labels: Labels | None = None
+    split_assignment: dict | None = None  # how queries without a split got one (load_queries), for metrics.json
 
 
 # ------------------------------------------------------------------------------------------ reading files
@@ -360,10 +375,13 @@ def file_sha256(path: Path) -> str:
 
 
 def load_corpus(path: Path, text: str | None = None) -> Corpus:
+    """Every metadata field is optional (:data:`CORPUS_DEFAULTS`); ``Corpus.present`` lists the fields every row
+    gave (``created_at`` and ``valid_from`` stand in for each other), so a system that needs one can refuse."""
     rows = read_jsonl(path, text=text)
     ids, titles, texts = [], [], []
     cols: dict[str, list] = {k: [] for k in CORPUS_META}
     index_of: dict[str, int] = {}
+    given = {k: 0 for k in CORPUS_META}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
         cid = _ident(obj, "_id", where)
@@ -377,18 +395,28 @@ def load_corpus(path: Path, text: str | None = None) -> Corpus:
         titles.append(title or "")
         text_ = _need(obj, "text", where, str)
         texts.append(text_)
-        meta = _need(obj, "metadata", where, dict)
+        meta = _need(obj, "metadata", where, dict) if "metadata" in obj else {}
+        for key in CORPUS_META:
+            given[key] += key in meta
         for key in ("doc_id", "source"):
-            cols[key].append(_need(meta, key, where, str, prefix="metadata."))
-        cols["version"].append(_int(meta, "version", where))
-        authority = _need(meta, "authority", where, (int, float), prefix="metadata.")
+            cols[key].append(_need(meta, key, where, str, prefix="metadata.") if key in meta else
+                             cid if key == "doc_id" else CORPUS_DEFAULTS[key])
+        cols["version"].append(_int(meta, "version", where, default=CORPUS_DEFAULTS["version"]))
+        authority = (_need(meta, "authority", where, (int, float), prefix="metadata.") if "authority" in meta
+                     else CORPUS_DEFAULTS["authority"])
         if not 0.0 <= authority <= 1.0:
             raise BenchError(f"{where}: 'metadata.authority' must be in [0, 1], got {_show(authority)}")
         cols["authority"].append(float(authority))
-        for key in ("created_at", "valid_from"):
-            cols[key].append(_time(meta, key, where))
-        cols["valid_to"].append(_time(meta, "valid_to", where, nullable=True))
-        cols["depends_on"].append((lineno, _need(meta, "depends_on", where, list, prefix="metadata.")))
+        created = _time(meta, "created_at", where) if "created_at" in meta else None
+        valid_from = _time(meta, "valid_from", where) if "valid_from" in meta else None
+        # A chunk with neither time is stored and in force for all time (a plain BEIR corpus).
+        cols["created_at"].append(created if created is not None else valid_from if valid_from is not None
+                                  else -np.inf)
+        cols["valid_from"].append(valid_from if valid_from is not None else created if created is not None
+                                  else -np.inf)
+        cols["valid_to"].append(_time(meta, "valid_to", where, nullable=True) if "valid_to" in meta else np.inf)
+        cols["depends_on"].append((lineno, _need(meta, "depends_on", where, list, prefix="metadata.")
+                                   if "depends_on" in meta else []))
         sup = meta.get("supersedes")
         if sup is not None and not isinstance(sup, str):
             raise BenchError(f"{where}: 'metadata.supersedes' must be a chunk id or null, got {_kind_of(sup)}")
@@ -402,6 +430,9 @@ def load_corpus(path: Path, text: str | None = None) -> Corpus:
             raise BenchError(f"{where}: 'metadata.offset_start' / 'offset_end' must be integers 0 <= start <= end")
         cols["offset_start"].append(start)
         cols["offset_end"].append(end)
+    present = {k for k, n in given.items() if n == len(rows)}
+    if "valid_from" in present or "created_at" in present:  # each stands in for the other (CORPUS_DEFAULTS),
+        present |= {"valid_from", "created_at", "valid_to"}  # and a window without an end is open
 
     def resolve(lineno: int, ref, key: str) -> int:
         if not isinstance(ref, str) or ref not in index_of:
@@ -433,6 +464,7 @@ def load_corpus(path: Path, text: str | None = None) -> Corpus:
         depends_on=Ragged.from_lists(depends), supersedes=supersedes,
         offset_start=np.array(cols["offset_start"], dtype=np.int64),
         offset_end=np.array(cols["offset_end"], dtype=np.int64), index_of=index_of,
+        present=frozenset(k for k in CORPUS_META if k in present),
     )
 
 
@@ -502,13 +534,41 @@ def _id_list(meta: dict, key: str, where: str, corpus: Corpus) -> list[int]:
     return [corpus.index_of[r] for r in refs]
 
 
+@dataclass(frozen=True)
+class SplitSettings:
+    """How queries without a split get one (``dataset.split_seed``, ``dataset.test_fraction``)."""
+
+    seed: int = 0
+    test_fraction: float = 0.5
+
+
+def assign_grouped_split(groups: list[str], settings: SplitSettings) -> dict[str, str]:
+    """``{group: "dev" | "test"}``: the sorted distinct groups in a seeded order, the first
+    ``round(n * test_fraction)`` (at least one, and one left for dev when there are two or more) in test."""
+    distinct = sorted(set(groups))
+    order = np.random.default_rng(settings.seed).permutation(len(distinct))
+    n_test = int(round(len(distinct) * settings.test_fraction))
+    n_test = min(max(n_test, 1), len(distinct) - 1) if len(distinct) > 1 else len(distinct)
+    return {distinct[int(i)]: "test" if rank < n_test else "dev" for rank, i in enumerate(order)}
+
+
 def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int, int]]]],
-                 text: str | None = None, qrels_paths: dict[str, Path] | None = None) -> Queries:
+                 text: str | None = None, qrels_paths: dict[str, Path] | None = None,
+                 split: SplitSettings | None = None) -> tuple[Queries, dict | None]:
+    """Queries and their judgments. Every metadata field is optional (:data:`QUERY_DEFAULTS`). A query without
+    ``metadata.split`` takes the split of the qrels file that judges it when the folder has both dev and test
+    qrels; otherwise a seeded split grouped by the document of its best-graded relevant chunk is assigned (the
+    second value returned records how, ``None`` when nothing was assigned). A query without a split that no
+    qrels file judges is left out (a BEIR queries.jsonl lists every split's queries); one with a split must
+    have a relevant chunk in its split's file."""
     rows = read_jsonl(path, text=text)
-    qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in SPLITS}
+    qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in qrels}
     ids, texts = [], []
     cols: dict[str, list] = {k: [] for k in QUERY_META}
     line_of: dict[str, int] = {}
+    finite = np.concatenate([corpus.created_at, corpus.valid_from, corpus.valid_to])
+    finite = finite[np.isfinite(finite)]
+    default_time = float(finite.max()) if len(finite) else 0.0
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
         qid = _ident(obj, "_id", where)
@@ -517,62 +577,103 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
         line_of[qid] = lineno
         ids.append(qid)
         texts.append(_need(obj, "text", where, str))
-        meta = _need(obj, "metadata", where, dict)
-        cols["query_time"].append(_time(meta, "query_time", where))
-        cols["as_of"].append(_time(meta, "as_of", where))
-        category = _need(meta, "category", where, str, prefix="metadata.")
-        if category not in CATEGORIES:
-            raise BenchError(f"{where}: 'metadata.category' is {_show(category)}; allowed: {', '.join(CATEGORIES)}")
+        meta = _need(obj, "metadata", where, dict) if "metadata" in obj else {}
+        query_time = _time(meta, "query_time", where) if "query_time" in meta else None
+        as_of = _time(meta, "as_of", where) if "as_of" in meta else None
+        query_time = query_time if query_time is not None else as_of if as_of is not None else default_time
+        cols["query_time"].append(query_time)
+        cols["as_of"].append(as_of if as_of is not None else query_time)
+        if "category" in meta:
+            category = _need(meta, "category", where, str, prefix="metadata.")
+            if not category.strip() or any(c in category for c in "\t\n\r"):
+                raise BenchError(f"{where}: 'metadata.category' is {_show(category)}; it must be a non-empty name "
+                                 "without tabs or line breaks (e.g. current, historical)")
+        else:
+            category = QUERY_DEFAULTS["category"]
         cols["category"].append(category)
-        split = _need(meta, "split", where, str, prefix="metadata.")
-        if split not in SPLITS:
-            raise BenchError(f"{where}: 'metadata.split' is {_show(split)}; allowed: {', '.join(SPLITS)}")
-        cols["split"].append(split)
+        if "split" in meta:
+            split_ = _need(meta, "split", where, str, prefix="metadata.")
+            if split_ not in SPLITS:
+                raise BenchError(f"{where}: 'metadata.split' is {_show(split_)}; allowed: {', '.join(SPLITS)}")
+        else:
+            split_ = None
+        cols["split"].append(split_)
     split_of = dict(zip(ids, cols["split"]))
-    # Every judgment names a query of its split and a chunk of the corpus, whatever its grade.
-    for split in SPLITS:
-        qpath = qpaths[split]
-        for qid, judged in qrels[split].items():
+    judged_in: dict[str, list[str]] = {}
+    # Every judgment names a known query and chunk, and a query with a split is judged in its split's file.
+    for name, judgments in qrels.items():
+        qpath = qpaths[name]
+        for qid, judged in judgments.items():
             if qid not in split_of:
                 raise BenchError(f"{qpath}:{judged[0][2]}: query {qid!r} is not in queries.jsonl")
-            if split_of[qid] != split:
+            if split_of[qid] is not None and split_of[qid] != name:
                 raise BenchError(f"{qpath}:{judged[0][2]}: query {qid!r} is a {split_of[qid]!r} query "
                                  f"(queries.jsonl:{line_of[qid]}); its judgments belong in qrels/{split_of[qid]}.tsv")
             for cid, _, lineno in judged:
                 if cid not in corpus.index_of:
                     raise BenchError(f"{qpath}: query {qid!r} judges unknown chunk id {cid!r} (line {lineno})")
-    relevant, grades = [], []
-    for (lineno, _), qid, split in zip(rows, ids, cols["split"]):
-        judged = [(c, g) for c, g, _ in qrels[split].get(qid, []) if g >= 1]
+            judged_in.setdefault(qid, []).append(name)
+    both = all(s_ in qrels for s_ in SPLITS)
+    keep, relevant, grades = [], [], []
+    for n, ((lineno, _), qid, split_) in enumerate(zip(rows, ids, cols["split"])):
+        files = [split_] if split_ is not None else judged_in.get(qid, [])
+        judged = [(c, g) for f in files for c, g, _ in qrels.get(f, {}).get(qid, []) if g >= 1]
         if not judged:
-            raise BenchError(f"{path}:{lineno}: qrels/{split}.tsv has no relevant chunk (score >= 1) for query {qid!r}")
+            if split_ is None:
+                continue  # judged nowhere: another split's query in a BEIR folder
+            raise BenchError(f"{path}:{lineno}: qrels/{split_}.tsv has no relevant chunk (score >= 1) for query "
+                             f"{qid!r}")
+        if split_ is None and both and len(files) > 1:
+            raise BenchError(f"{path}:{lineno}: query {qid!r} has no 'metadata.split' and is judged in both "
+                             "qrels/dev.tsv and qrels/test.tsv; give it a split or judge it in one file")
+        if split_ is None and both:
+            cols["split"][n] = files[0]
         judged.sort(key=lambda cg: (-cg[1], corpus.index_of[cg[0]]))
+        keep.append(n)
         relevant.append([corpus.index_of[c] for c, _ in judged])
         grades.append([g for _, g in judged])
-    n = len(ids)
-    empty = Ragged.from_lists([[] for _ in range(n)])
+    if not keep:
+        raise BenchError(f"{path}: no query has a relevant chunk (score >= 1) in {', '.join(sorted(qrels))} qrels")
+    assignment = None
+    todo = [j for j, n in enumerate(keep) if cols["split"][n] is None]
+    if todo:
+        settings = split or SplitSettings()
+        groups = [str(corpus.doc_id[relevant[j][0]]) for j in todo]
+        side = assign_grouped_split(groups, settings)
+        for j, g in zip(todo, groups):
+            cols["split"][keep[j]] = side[g]
+        assignment = {"method": "seeded, grouped by the doc_id of each query's best-graded relevant chunk",
+                      "seed": settings.seed, "test_fraction": settings.test_fraction, "n_queries": len(todo),
+                      "n_groups": len(side), "n_test": sum(cols["split"][keep[j]] == "test" for j in todo)}
+    empty = Ragged.from_lists([[] for _ in keep])
+    kept_ids = [ids[n] for n in keep]
     return Queries(
-        ids=ids, texts=texts, query_time=np.array(cols["query_time"], dtype=np.float64),
-        as_of=np.array(cols["as_of"], dtype=np.float64),
-        category=np.array(cols["category"], dtype=object), split=np.array(cols["split"], dtype=object),
+        ids=kept_ids, texts=[texts[n] for n in keep],
+        query_time=np.array([cols["query_time"][n] for n in keep], dtype=np.float64),
+        as_of=np.array([cols["as_of"][n] for n in keep], dtype=np.float64),
+        category=np.array([cols["category"][n] for n in keep], dtype=object),
+        split=np.array([cols["split"][n] for n in keep], dtype=object),
         relevant=Ragged.from_lists(relevant), grades=Ragged.from_lists(grades), stale=empty, rumor=empty,
-        family=np.array(ids, dtype=object),
-    )
+        family=np.array(kept_ids, dtype=object),
+    ), assignment
 
 
 # ------------------------------------------------------------------------------------------------ labels
 
 
-def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, str] | None = None) -> Labels:
-    """Read ``labels/`` (families, chunks, queries); fills ``queries.stale``, ``rumor`` and ``family``.
-    ``texts`` holds the files' already-read content, by relative name."""
+def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, str] | None = None,
+                dropped: set[str] | None = None) -> Labels:
+    """Read ``labels/`` (families, chunks, queries: each file optional, and every field but ``_id`` optional:
+    schema/dataset.schema.json); fills ``queries.stale``, ``rumor`` and ``family``. ``texts`` holds the files'
+    already-read content, by relative name; ``dropped`` the query ids the loader left out (judged nowhere)."""
     texts = texts or {}
+    present = {name for name in LABEL_FILES if name in texts or _stat(root / name) != "missing"}
 
     def rows_of(name: str) -> tuple[Path, list[tuple[int, dict]]]:
         path = root / name
         return path, read_jsonl(path, text=texts.get(name))
 
-    path, rows = rows_of("labels/families.jsonl")
+    path, rows = rows_of("labels/families.jsonl") if "labels/families.jsonl" in present else (None, [])
     timelines: dict[str, Timeline] = {}
     line_of: dict[str, int] = {}
     for lineno, obj in rows:
@@ -600,7 +701,7 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
             raise BenchError(f"{where}: 'timeline' effective dates must increase")
         timelines[key] = Timeline(np.array(eff, dtype=np.float64), np.array(vals, dtype=np.float64))
 
-    path, rows = rows_of("labels/chunks.jsonl")
+    path, rows = rows_of("labels/chunks.jsonl") if "labels/chunks.jsonl" in present else (None, [])
     n = len(corpus)
     family = np.full(n, "", dtype=object)
     doc_type = np.full(n, "", dtype=object)
@@ -616,23 +717,25 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
         if seen[i]:
             raise BenchError(f"{where}: chunk {cid!r} is labelled twice")
         seen[i] = True
-        family[i] = _need(obj, "family", where, str)
-        if family[i] and family[i] not in timelines:
+        family[i] = _need(obj, "family", where, str) if "family" in obj else ""
+        if family[i] and timelines and family[i] not in timelines:
             raise BenchError(f"{where}: family {_show(family[i])} is not in labels/families.jsonl")
-        doc_type[i] = _need(obj, "doc_type", where, str)
-        if doc_type[i] not in DOC_TYPES:
-            raise BenchError(f"{where}: 'doc_type' is {_show(doc_type[i])}; allowed: {', '.join(DOC_TYPES)}")
-        kind[i] = _need(obj, "kind", where, str)
-        if kind[i] not in KINDS:
-            raise BenchError(f"{where}: 'kind' is {_show(kind[i])}; allowed: {', '.join(KINDS)}")
+        if "doc_type" in obj:
+            doc_type[i] = _need(obj, "doc_type", where, str)
+            if doc_type[i] not in DOC_TYPES:
+                raise BenchError(f"{where}: 'doc_type' is {_show(doc_type[i])}; allowed: {', '.join(DOC_TYPES)}")
+        if "kind" in obj:
+            kind[i] = _need(obj, "kind", where, str)
+            if kind[i] not in KINDS:
+                raise BenchError(f"{where}: 'kind' is {_show(kind[i])}; allowed: {', '.join(KINDS)}")
         value[i] = _number(obj.get("value"), where, "value", nullable=True)
-    if not seen.all():
+    if rows and not seen.all():
         raise BenchError(f"{path}: chunk {corpus.ids[int(np.argmin(seen))]!r} has no labels")
 
-    path, rows = rows_of("labels/queries.jsonl")
+    path, rows = rows_of("labels/queries.jsonl") if "labels/queries.jsonl" in present else (None, [])
     q_index = {qid: i for i, qid in enumerate(queries.ids)}
-    q_family = np.full(len(queries), "", dtype=object)
-    q_asks = np.full(len(queries), "policy", dtype=object)
+    q_family = np.array(queries.ids, dtype=object)
+    q_asks = np.full(len(queries), "", dtype=object)
     stale: list[list[int]] = [[] for _ in range(len(queries))]
     rumor: list[list[int]] = [[] for _ in range(len(queries))]
     done = np.zeros(len(queries), dtype=bool)
@@ -640,20 +743,24 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
         where = f"{path}:{lineno}"
         qid = _need(obj, "_id", where, str)
         if qid not in q_index:
+            if dropped and qid in dropped:
+                continue  # a query no qrels file judges (left out by load_queries)
             raise BenchError(f"{where}: unknown query id {_show(qid)}")
         i = q_index[qid]
         if done[i]:
             raise BenchError(f"{where}: query {qid!r} is labelled twice")
         done[i] = True
-        q_family[i] = _need(obj, "family", where, str)
-        if q_family[i] not in timelines:
-            raise BenchError(f"{where}: family {_show(q_family[i])} is not in labels/families.jsonl")
-        q_asks[i] = _need(obj, "asks", where, str)
-        if q_asks[i] not in DOC_TYPES:
-            raise BenchError(f"{where}: 'asks' is {_show(q_asks[i])}; allowed: {', '.join(DOC_TYPES)}")
-        stale[i] = _id_list(obj, "stale", where, corpus)
-        rumor[i] = _id_list(obj, "rumor", where, corpus)
-    if not done.all():
+        if "family" in obj:
+            q_family[i] = _need(obj, "family", where, str)
+            if not q_family[i] or (timelines and q_family[i] not in timelines):
+                raise BenchError(f"{where}: family {_show(q_family[i])} is not in labels/families.jsonl")
+        if "asks" in obj:
+            q_asks[i] = _need(obj, "asks", where, str)
+            if q_asks[i] not in DOC_TYPES:
+                raise BenchError(f"{where}: 'asks' is {_show(q_asks[i])}; allowed: {', '.join(DOC_TYPES)}")
+        stale[i] = _id_list(obj, "stale", where, corpus) if "stale" in obj else []
+        rumor[i] = _id_list(obj, "rumor", where, corpus) if "rumor" in obj else []
+    if rows and not done.all():
         raise BenchError(f"{path}: query {queries.ids[int(np.argmin(done))]!r} has no labels")
     queries.stale = Ragged.from_lists(stale)
     queries.rumor = Ragged.from_lists(rumor)
@@ -727,10 +834,10 @@ def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int
                              f"dataset folder; {_FIX}")
         recorded[name] = _manifest_digest(entry, name, mpath)
     version = manifest.get("schema_version", _MISSING)
-    if version != SCHEMA_VERSION:
+    if version not in DATASET_SCHEMA_VERSIONS:
         got = "has no 'schema_version'" if version is _MISSING else f"'schema_version' is {_show(version)}"
-        raise BenchError(f"{mpath}: {got}; this loader reads schema {SCHEMA_VERSION!r} (regenerate the dataset with "
-                         "smartvector-gen)")
+        raise BenchError(f"{mpath}: {got}; this loader reads schema {' or '.join(DATASET_SCHEMA_VERSIONS)} "
+                         "(regenerate the dataset with smartvector-gen)")
 
     def check(name: str, data: bytes) -> None:
         digest, size = recorded[name]
@@ -744,6 +851,8 @@ def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int
         if name not in recorded:
             raise BenchError(f"{mpath}: 'files' has no entry for {name}; {_FIX}")
         check(name, data)
+    for name in sorted(set(recorded) - set(raw)):  # e.g. documents.jsonl / edits.jsonl of lvl_corpus
+        check(name, _read_bytes(root / name, f"manifest.json lists it; {_FIX}"))
     want = manifest.get("dataset_sha256", _MISSING)
     if want is _MISSING:
         raise BenchError(f"{mpath}: has no 'dataset_sha256'; {_FIX}")
@@ -753,8 +862,6 @@ def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int
     if want != dataset_sha256({name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}):
         raise BenchError(f"{mpath}: 'dataset_sha256' does not match the files (a file was added, removed or edited); "
                          f"{_FIX}")
-    for name in sorted(set(recorded) - set(raw)):  # e.g. documents.jsonl / edits.jsonl of lvl_corpus
-        check(name, _read_bytes(root / name, f"manifest.json lists it; {_FIX}"))
     config = manifest.get("config", _MISSING)
     if config is _MISSING:
         return manifest, None
@@ -769,12 +876,14 @@ def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int
 
 # ----------------------------------------------------------------------------------------------- dataset
 
-_LAYOUT = f"a dataset folder holds {', '.join(DATA_FILES)} and optionally labels/ and manifest.json"
+_LAYOUT = ("a dataset folder holds corpus.jsonl, queries.jsonl, qrels/dev.tsv and/or qrels/test.tsv, and optionally "
+           "labels/ and manifest.json (schema/dataset.schema.json)")
 
 
-def load_dataset(path: str | Path) -> Dataset:
+def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Dataset:
     """Load and check a dataset folder. Bad input raises BenchError naming the file (and line); nothing is
-    written. With a ``manifest.json``, every file it lists must match its sha256 first."""
+    written. With a ``manifest.json``, every file it lists must match its sha256 first. ``split`` says how
+    queries without a split get one (:func:`load_queries`)."""
     if not isinstance(path, (str, os.PathLike)):
         raise BenchError(f"dataset.path={_show(path)}: must be the path of a dataset folder")
     if not str(path).strip():
@@ -792,24 +901,40 @@ def load_dataset(path: str | Path) -> Dataset:
         raise BenchError(f"dataset.path={path}: is a file, not a dataset folder ({_LAYOUT})")
     if kind != "dir":
         raise BenchError(f"dataset.path={path}: is not a folder ({_LAYOUT})")
-    for sub, fix in (("qrels", "qrels/ must be a folder holding dev.tsv and test.tsv"),
-                     ("labels", "labels/ must be a folder holding chunks.jsonl, queries.jsonl and families.jsonl "
+    for sub, fix in (("qrels", "qrels/ must be a folder holding dev.tsv and/or test.tsv"),
+                     ("labels", "labels/ must be a folder holding chunks.jsonl, queries.jsonl and/or families.jsonl "
                                 "(or be absent)")):
         if _stat(root / sub) not in ("dir", "missing"):
             raise BenchError(f"{root / sub}: is not a folder; {fix}")
-    raw = {name: _read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in DATA_FILES}
+    names = ["corpus.jsonl", "queries.jsonl"]
+    qrels_names = [f"qrels/{s_}.tsv" for s_ in SPLITS if _stat(root / "qrels" / f"{s_}.tsv") != "missing"
+                   or (root / "qrels" / f"{s_}.tsv").is_symlink()]
+    if not qrels_names:
+        raise BenchError(f"{root / 'qrels'}: has neither dev.tsv nor test.tsv; {_LAYOUT}")
+    names += qrels_names
+    raw = {name: _read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in names}
     has_labels = _stat(root / "labels") == "dir"
     if has_labels:
-        for name in LABEL_FILES:
-            raw[name] = _read_bytes(root / name, "a labels/ folder needs chunks.jsonl, queries.jsonl and "
-                                    "families.jsonl (remove labels/ to load the folder without labels)")
+        label_names = [n for n in LABEL_FILES if _stat(root / n) != "missing" or (root / n).is_symlink()]
+        if not label_names:
+            raise BenchError(f"{root / 'labels'}: holds none of chunks.jsonl, queries.jsonl, families.jsonl "
+                             "(remove labels/ to load the folder without labels)")
+        for name in label_names:
+            raw[name] = _read_bytes(root / name, "a labels/ file must be a readable file")
     manifest, seed = _check_manifest(root, raw)
     texts = {name: _decode(root / name, data) for name, data in raw.items()}
     corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
-    qpaths = {s: root / "qrels" / f"{s}.tsv" for s in SPLITS}
-    qrels = {s: load_qrels(qpaths[s], texts[f"qrels/{s}.tsv"]) for s in SPLITS}
-    queries = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"], qpaths)
-    labels = load_labels(root, corpus, queries, texts) if has_labels else None
+    qpaths = {s_: root / "qrels" / f"{s_}.tsv" for s_ in SPLITS if f"qrels/{s_}.tsv" in raw}
+    qrels = {s_: load_qrels(qpaths[s_], texts[f"qrels/{s_}.tsv"]) for s_ in qpaths}
+    queries, assignment = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"], qpaths,
+                                       split=split)
+    dropped = set(_ids_of(texts["queries.jsonl"])) - set(queries.ids) if has_labels else None
+    labels = load_labels(root, corpus, queries, texts, dropped=dropped) if has_labels else None
     hashes = {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}
     return Dataset(path=root, corpus=corpus, queries=queries, sha256=dataset_sha256(hashes), seed=seed,
-                   manifest=manifest, labels=labels)
+                   manifest=manifest, labels=labels, split_assignment=assignment)
+
+
+def _ids_of(text: str) -> list[str]:
+    """The ``_id`` of every line of an already-checked queries.jsonl."""
+    return [obj["_id"] for line in text.split("\n") if line.strip(" \t\r") for obj in [json.loads(line)]]

@@ -119,12 +119,22 @@ def test_malformed_json_names_file_and_line(tiny_dataset, tmp_path):
         load_dataset(bad)
 
 
-def test_missing_metadata_key_names_key_and_line(tiny_dataset, tmp_path):
+def test_missing_valid_from_defaults_to_created_at(tiny_dataset, tmp_path):
     row = _corpus_row(tiny_dataset, 3)
     del row["metadata"]["valid_from"]
-    bad = _corrupt(tiny_dataset, tmp_path / "bad", "corpus.jsonl", 3, json.dumps(row))
-    with pytest.raises(BenchError, match=r"corpus\.jsonl:3: missing key 'metadata\.valid_from'"):
-        load_dataset(bad)
+    ds = load_dataset(_corrupt(tiny_dataset, tmp_path / "d", "corpus.jsonl", 3, json.dumps(row)))
+    assert ds.corpus.valid_from[2] == ds.corpus.created_at[2]
+    assert {"valid_from", "created_at"} <= ds.corpus.present  # one stands in for the other
+
+
+def test_a_chunk_without_times_is_in_force_for_all_time_and_not_present(tiny_dataset, tmp_path):
+    row = _corpus_row(tiny_dataset, 3)
+    for key in ("valid_from", "created_at", "valid_to"):
+        del row["metadata"][key]
+    ds = load_dataset(_corrupt(tiny_dataset, tmp_path / "d", "corpus.jsonl", 3, json.dumps(row)))
+    assert ds.corpus.valid_from[2] == ds.corpus.created_at[2] == -np.inf and ds.corpus.valid_to[2] == np.inf
+    assert not {"valid_from", "created_at", "valid_to"} & ds.corpus.present
+    assert "doc_id" in ds.corpus.present
 
 
 def test_unknown_depends_on_names_file_and_line(tiny_dataset, tmp_path):
@@ -162,12 +172,16 @@ def test_invalid_utf8_in_corpus_is_a_bench_error(tiny_dataset, tmp_path):
         load_dataset(d)
 
 
-def test_bad_category_lists_allowed_values(tiny_dataset, tmp_path):
+def test_categories_are_free_form_but_not_empty(tiny_dataset, tmp_path):
     row = json.loads((tiny_dataset / "queries.jsonl").read_text().splitlines()[0])
     row["metadata"]["category"] = "trivia"
-    bad = _corrupt(tiny_dataset, tmp_path / "bad", "queries.jsonl", 1, json.dumps(row))
-    with pytest.raises(BenchError, match=r"queries\.jsonl:1: .*allowed: current, recently_updated"):
-        load_dataset(bad)
+    ds = load_dataset(_corrupt(tiny_dataset, tmp_path / "ok", "queries.jsonl", 1, json.dumps(row)))
+    assert ds.queries.category[0] == "trivia"
+    for bad_value in ("", " ", "a\tb"):
+        row["metadata"]["category"] = bad_value
+        bad = _corrupt(tiny_dataset, tmp_path / f"bad{len(bad_value)}", "queries.jsonl", 1, json.dumps(row))
+        with pytest.raises(BenchError, match=r"queries\.jsonl:1: 'metadata\.category' .*non-empty name"):
+            load_dataset(bad)
 
 
 def test_query_without_relevant_qrel_names_file_and_query(tiny_dataset, tmp_path):
@@ -257,8 +271,26 @@ def test_labels_edited_after_generation_fails_the_sha256_check(tiny_dataset, tmp
 
 
 @pytest.mark.parametrize("name", LABEL_FILES)
-def test_removed_labels_file_is_an_error(tiny_dataset, tmp_path, name):
+def test_each_labels_file_is_optional_without_a_manifest(tiny_dataset, tmp_path, name):
+    full = load_dataset(tiny_dataset)
     d = _copy(tiny_dataset, tmp_path / "d")
+    assert not (d / "manifest.json").exists()
+    (d / name).unlink()
+    ds = load_dataset(d)
+    if name == "labels/chunks.jsonl":
+        assert (ds.labels.chunk_family == "").all() and (ds.labels.chunk_kind == "").all()
+    if name == "labels/queries.jsonl":
+        assert list(ds.queries.family) == ds.queries.ids and ds.queries.stale.counts().sum() == 0
+    else:
+        assert list(ds.queries.family) == list(full.queries.family)
+    if name == "labels/families.jsonl":
+        assert ds.labels.timelines == {}
+
+
+@pytest.mark.parametrize("name", LABEL_FILES)
+def test_a_labels_file_the_manifest_lists_must_be_there(tiny_dataset, tmp_path, name):
+    d = tmp_path / "d"
+    shutil.copytree(tiny_dataset, d)
     (d / name).unlink()
     with pytest.raises(BenchError, match=re.escape(f"{d / name}: file is missing")):
         load_dataset(d)
@@ -326,10 +358,10 @@ def test_folder_without_labels_still_loads(tiny_dataset, tmp_path):
     assert q.grades.indices.tolist() == with_labels.queries.grades.indices.tolist()
 
 
-def test_removing_labels_from_a_manifested_folder_fails_the_dataset_hash(tiny_dataset, tmp_path):
+def test_removing_labels_from_a_manifested_folder_names_a_listed_file(tiny_dataset, tmp_path):
     d = _copy(tiny_dataset, tmp_path / "d", keep_manifest=True)
     shutil.rmtree(d / "labels")
-    with pytest.raises(BenchError, match=r"manifest\.json: 'dataset_sha256' does not match the files"):
+    with pytest.raises(BenchError, match=r"labels/\w+\.jsonl: file is missing; manifest\.json lists it"):
         load_dataset(d)
 
 

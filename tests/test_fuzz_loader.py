@@ -46,7 +46,9 @@ from hypothesis import strategies as st
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
 from smartvector_bench import CONF_DIR
-from smartvector_bench.dataset import DATA_FILES, LABEL_FILES, Dataset, dataset_sha256, load_dataset
+from smartvector_bench.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES, QUERY_META, Dataset, dataset_sha256,
+                                       load_dataset)
+from smartvector_bench.schema.check import validate_folder
 from smartvector_bench.errors import BenchError
 
 from .conftest import IS_ROOT, run_as_nobody
@@ -61,6 +63,8 @@ SCALE = float(os.environ.get("SVB_FUZZ_SCALE", "1"))
 TMP_DIR = os.environ.get("SVB_FUZZ_TMP") or next((d for d in ("/dev/shm",) if os.access(d, os.W_OK)), None)
 COUNTS: Counter = Counter()  # strategy -> examples run (reported by test_zz_example_counts)
 OUTCOMES: Counter = Counter()  # (test, "loaded" / "rejected")
+OUTCOMES_LAST = [""]  # the outcome of the case being run
+VALIDATOR_EVERY = 4  # every 4th case also runs smartvector-validate (about 30 ms a case, jsonschema per row)
 
 
 def fuzz_settings(n: int):
@@ -196,6 +200,7 @@ def run_case(test: str, base: Base, case: Case) -> None:
             except BenchError as exc:
                 msg = str(exc)
                 OUTCOMES[(test, "rejected")] += 1
+                OUTCOMES_LAST[0] = "rejected"
                 assert msg and len(msg.splitlines()) == 1 and "\n" not in msg and "\r" not in msg, \
                     f"{case.desc}: message is not one line: {msg!r}"
                 names = case.named or ANY_NAME
@@ -205,10 +210,16 @@ def run_case(test: str, base: Base, case: Case) -> None:
                 raise AssertionError(f"{case.desc}: {type(exc).__name__}: {exc}") from exc
             else:
                 OUTCOMES[(test, "loaded")] += 1
+                OUTCOMES_LAST[0] = "loaded"
                 assert not case.must_reject, f"{case.desc}: loaded, but it must be rejected"
                 assert isinstance(ds, Dataset)
                 if case.check:
                     case.check(ds)
+            if sum(COUNTS.values()) % VALIDATOR_EVERY == 0:  # smartvector-validate agrees with the loader
+                problems, _ = validate_folder(folder)
+                rejected = OUTCOMES_LAST[0] == "rejected"
+                assert bool(problems) == rejected, f"{case.desc}: loader {'rejected' if rejected else 'loaded'}, " \
+                    f"validator found {[str(p) for p in problems[:3]]}"
             after = _snapshot(Path(tmp))
             assert after == before, f"{case.desc}: the folder changed: " + ", ".join(
                 sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
@@ -390,8 +401,11 @@ SCHEMA: dict[str, dict[str, set[str]]] = {
         "timeline[].value": NUM,
     },
 }
-OPTIONAL = {"corpus.jsonl": {"title", "metadata.supersedes", "metadata.offset_start", "metadata.offset_end"},
-            "labels/chunks.jsonl": {"value"}}
+# Schema 2.1 (smartvector_bench/schema/dataset.schema.json): every metadata and label field has a default.
+OPTIONAL = {"corpus.jsonl": {"title", "metadata"} | {f"metadata.{k}" for k in CORPUS_META},
+            "queries.jsonl": {"metadata"} | {f"metadata.{k}" for k in QUERY_META},
+            "labels/chunks.jsonl": {"family", "doc_type", "kind", "value"},
+            "labels/queries.jsonl": {"family", "asks", "stale", "rumor"}}
 INT_FIELDS = {("corpus.jsonl", "metadata.version"), ("corpus.jsonl", "metadata.offset_start"),
               ("corpus.jsonl", "metadata.offset_end")}
 VALUE_FIELDS = {("labels/chunks.jsonl", "value"), ("labels/families.jsonl", "timeline[].value")}
@@ -637,7 +651,8 @@ def shape_mutation(data: st.DataObject, base: Base) -> Case:
         i, row = pick(name)
         v = data.draw(st.sampled_from(["", "trivia", "Policy", "policy ", "DEV", "train", "statement\u200b"]))
         put(row, key, v)
-        return case(name, i, row, True, f"{'.'.join(key)} = {v!r}")
+        must = v == "" if key == ("metadata", "category") else True  # categories are free-form names
+        return case(name, i, row, must, f"{'.'.join(key)} = {v!r}")
     if op in ("qrels_row", "qrels_unknown", "qrels_split"):
         name = data.draw(st.sampled_from(TSV), label="file")
         lines = base.lines(name)
@@ -806,7 +821,7 @@ def manifest_mutation(data: st.DataObject, base: Base) -> Case:
                                        "upper": m["dataset_sha256"].upper()}[how]
             desc = f"dataset_sha256 {how}"
         elif op == "schema_version":
-            how = data.draw(st.sampled_from(["missing", "1.0", "2.1", "3", 2.0, 2, None, ["2.0"], "2.0 "]))
+            how = data.draw(st.sampled_from(["missing", "1.0", "2.2", "3", 2.0, 2, None, ["2.0"], "2.0 "]))
             if how == "missing":
                 del m["schema_version"]
             else:
@@ -930,6 +945,8 @@ def file_mutation(data: st.DataObject, base: Base) -> Case:
     if op == "swap":
         swap_with = data.draw(st.sampled_from([n for n in CHECKED if n != name]), label="other")
         named = (name, swap_with)
+    elif op == "remove" and name.startswith("labels/") and not keep_manifest:
+        must, named = False, None  # schema 2.1: each labels file is optional
     elif op == "labels_removed":
         must = keep_manifest  # the manifest's dataset_sha256 covers labels/; without it, labels are optional
         named = ("manifest.json",)
@@ -1082,9 +1099,9 @@ DEFECTS = [
     ("unknown 'asks' accepted", _row_edit("labels/queries.jsonl", 1, _set("asks", "trivia")), True,
      r"labels/queries\.jsonl:1: 'asks' is 'trivia'; allowed: policy, runbook, message"),
     ("manifest without schema_version accepted", _manifest_edit(lambda m: m.pop("schema_version")), False,
-     r"manifest\.json: has no 'schema_version'; this loader reads schema '2\.0'"),
+     r"manifest\.json: has no 'schema_version'; this loader reads schema 2\.0 or 2\.1"),
     ("manifest of another schema accepted", _manifest_edit(lambda m: m.update(schema_version="1.0")), False,
-     r"manifest\.json: 'schema_version' is '1\.0'; this loader reads schema '2\.0'"),
+     r"manifest\.json: 'schema_version' is '1\.0'; this loader reads schema 2\.0 or 2\.1"),
     ("manifest without dataset_sha256 accepted", _manifest_edit(lambda m: m.pop("dataset_sha256")), False,
      r"manifest\.json: has no 'dataset_sha256'; regenerate the dataset"),
     ("manifest without files accepted", _manifest_edit(lambda m: m.pop("files")), False,
@@ -1137,7 +1154,8 @@ def test_path_that_is_a_file_or_missing_is_named(base, tmp_path):
     with pytest.raises(BenchError) as exc:
         load_dataset(target)
     assert str(exc.value) == (f"dataset.path={target}: is a file, not a dataset folder (a dataset folder holds "
-                              f"{', '.join(DATA_FILES)} and optionally labels/ and manifest.json)")
+                              "corpus.jsonl, queries.jsonl, qrels/dev.tsv and/or qrels/test.tsv, and optionally "
+                              "labels/ and manifest.json (schema/dataset.schema.json))")
     missing = tmp_path / "nope"
     with pytest.raises(BenchError, match=rf"^dataset\.path={re.escape(str(missing))}: does not exist$"):
         load_dataset(missing)
