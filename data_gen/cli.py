@@ -1,4 +1,5 @@
-"""``smartvector-gen``: write one dataset folder (thin Hydra entry point; the work is in writer.py)."""
+"""``smartvector-gen``: write one dataset folder (thin Hydra entry point; the work is in build.py, writer.py and
+git_history.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,20 @@ from omegaconf import DictConfig, OmegaConf
 from smartvector_bench import CONF_DIR
 from smartvector_bench.cli_errors import hydra_entry, reports_bad_input
 
-from .params import params_from_config
-from .writer import write_dataset
+from .build import write_from_config
 
 
 @reports_bad_input("smartvector-gen")
 def generate(cfg: DictConfig) -> None:
-    params = params_from_config(OmegaConf.to_container(cfg.dataset, resolve=True))
-    manifest = write_dataset(params, cfg.out_dir, overwrite=bool(cfg.overwrite))
+    manifest = write_from_config(OmegaConf.to_container(cfg.dataset, resolve=True), cfg.out_dir,
+                                 overwrite=bool(cfg.overwrite))
     c = manifest["counts"]
+    history = ""
+    if manifest.get("generator") == "git_history":
+        history = (f"; {c['commits']} commits, {c['documents']} documents, {c['lineages_with_versions']} lineages "
+                   f"with >= 2 versions; repo {manifest['repo']['head'][:12]}")
     print(f"wrote {cfg.out_dir}: {c['vectors']} vectors, {c['queries']} queries "
-          f"({', '.join(f'{k} {v}' for k, v in c['queries_by_category'].items())}); "
+          f"({', '.join(f'{k} {v}' for k, v in c['queries_by_category'].items())}){history}; "
           f"sha256 {manifest['dataset_sha256'][:16]}")
 
 

@@ -66,7 +66,7 @@ class GeneratorParams:
 
 
 _NOT_GENERATOR_KEYS = {"name", "path"}
-GENERATORS = ("versioned_policies", "versioned_policies_large", "lvl_corpus")
+GENERATORS = ("versioned_policies", "versioned_policies_large", "lvl_corpus", "git_history")
 
 
 def _as_list(value: Any, key: str) -> list:
@@ -91,6 +91,10 @@ def params_from_config(cfg: dict[str, Any]):
         from .lvl_corpus import lvl_params_from_config
 
         return lvl_params_from_config(cfg)
+    if name == "git_history":
+        from .git_history import git_params_from_config
+
+        return git_params_from_config(cfg)
     known = set(GeneratorParams.__dataclass_fields__) | _NOT_GENERATOR_KEYS
     unknown = sorted(set(cfg) - known)
     if unknown:

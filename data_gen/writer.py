@@ -173,10 +173,15 @@ def _manifest(params: GeneratorParams, chunks: list[ChunkRecord], queries: list[
 
 def write_dataset(params: GeneratorParams, out_dir: str | Path, overwrite: bool = False) -> dict:
     """Generate and write; returns the manifest. Refuses to replace an existing folder unless asked."""
+    if Path(out_dir).exists() and not overwrite:
+        raise BenchError(f"out_dir={out_dir}: already exists; choose another folder or pass overwrite=true")
+    return write_folder(render_files(params), out_dir)
+
+
+def write_folder(files: dict[str, str], out_dir: str | Path) -> dict:
+    """Write rendered files (one ``manifest.json`` among them) as a folder, atomically: into a temporary sibling
+    renamed into place (an existing folder is replaced); returns the manifest after checking the bytes on disk."""
     out = Path(out_dir)
-    if out.exists() and not overwrite:
-        raise BenchError(f"out_dir={out}: already exists; choose another folder or pass overwrite=true")
-    files = render_files(params)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

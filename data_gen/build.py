@@ -1,0 +1,21 @@
+"""One entry point for writing any configured dataset: ``write_from_config(cfg["dataset"], out_dir)``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .params import params_from_config
+
+
+def write_from_config(ds_cfg: dict, out_dir: str | Path, overwrite: bool = False) -> dict:
+    """Validate the ``dataset`` config (a plain dict) and write its folder; returns the manifest. ``name`` picks
+    the generator: the synthetic ones (``data_gen.writer.write_dataset``) or ``git_history``
+    (``data_gen.git_history.write_git_history``). Bad input raises BenchError naming ``dataset.<key>``."""
+    params = params_from_config(dict(ds_cfg))
+    if ds_cfg.get("name") == "git_history":
+        from .git_history import write_git_history
+
+        return write_git_history(params, out_dir, overwrite=overwrite)
+    from .writer import write_dataset
+
+    return write_dataset(params, out_dir, overwrite=overwrite)
