@@ -6,6 +6,7 @@ Writes, in ``out_dir``: ``run_<system>.jsonl`` and ``run_<system>.trec`` per sys
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,23 +14,24 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from data_gen.params import params_from_config
-from data_gen.writer import write_dataset
+from data_gen.build import write_from_config
 from smartvector_bench import SCHEMA_VERSION
 from smartvector_bench.atomic import atomic_write_json, atomic_write_text
-from smartvector_bench.audit import detection_quality
-from smartvector_bench.dataset import SPLITS, Dataset, load_dataset
+from smartvector_bench.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
+from smartvector_bench.discovery import in_tree
 from smartvector_bench.embedding import build_embedder
 from smartvector_bench.errors import BenchError
 from smartvector_bench.evaluator import evaluate_split, judge, power_analysis
 from smartvector_bench.metrics.calibration import calibration_report
 from smartvector_bench.provenance import header, provenance
 from smartvector_bench.report import render
-from smartvector_bench.retrievers import build_retriever, registered
+from smartvector_bench.retrievers import build_retriever, configured
+from smartvector_bench.retrievers.base import AuditsConsolidation, ReadsLabels
 from smartvector_bench.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.settings import section
 from smartvector_bench.timeutil import format_iso, from_days
-from smartvector_bench.validate import check_dataset, check_embedder, chosen_systems  # noqa: F401 - re-exported
+from smartvector_bench.validate import (  # noqa: F401 - re-exported
+    check_dataset, check_embedder, check_systems_on, chosen_systems)
 
 
 @dataclass(frozen=True)
@@ -57,11 +59,12 @@ def settings(cfg: dict) -> MainSettings:
     s = section(MainSettings, cfg.get("experiment"), "experiment")
     if s.name != "main":
         raise BenchError(f"experiment.name={s.name}: this module runs main only")
-    known = registered()
+    # a configured system, or an in-tree one left out by retriever=[...] (the paired columns then stay empty)
+    known = list(dict.fromkeys(configured(cfg.get("retrievers")) + in_tree()))
     for key in ("baseline", "power_reference", "tune_system"):
         name = getattr(s, key)
         if name is not None and name not in known:
-            raise BenchError(f"experiment.{key}={name}: unknown system; allowed: {', '.join(sorted(known))}")
+            raise BenchError(f"experiment.{key}={name}: unknown system; allowed: {', '.join(known)}")
     for key in ("preset", "tune_system"):
         if getattr(s, key) is not None and not isinstance(getattr(s, key), str):
             raise BenchError(f"experiment.{key}={getattr(s, key)!r}: must be a name")
@@ -79,20 +82,72 @@ def validate(cfg: dict) -> MainSettings:
     return s
 
 
+def split_settings(ds_cfg: dict) -> SplitSettings:
+    """How an external dataset's queries without a split get one: ``dataset.split_seed`` (default 0) and
+    ``dataset.split_test_fraction`` (default 0.5); give them with ``+dataset.split_seed=3``."""
+    seed, frac = ds_cfg.get("split_seed", 0), ds_cfg.get("split_test_fraction", 0.5)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise BenchError(f"dataset.split_seed={seed!r}: must be an integer")
+    if not isinstance(frac, (int, float)) or isinstance(frac, bool) or not 0 < frac < 1:
+        raise BenchError(f"dataset.split_test_fraction={frac!r}: must be a number in (0, 1)")
+    return SplitSettings(seed=seed, test_fraction=float(frac))
+
+
 def prepare_dataset(cfg: dict, out_dir: Path) -> Dataset:
+    """``dataset.path`` when given; otherwise the configured generator (synthetic or git_history) writes
+    ``out_dir/dataset`` first."""
     ds_cfg = dict(cfg["dataset"])
     if ds_cfg.get("path"):
-        return load_dataset(ds_cfg["path"])
-    params = params_from_config(ds_cfg)
+        return load_dataset(ds_cfg["path"], split=split_settings(ds_cfg))
     target = out_dir / "dataset"
-    write_dataset(params, target, overwrite=True)
+    write_from_config(ds_cfg, target, overwrite=True)
     return load_dataset(target)
+
+
+def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset) -> tuple[dict, dict[str, str]]:
+    """With ``systems: all``, a system the dataset cannot serve is left out with its one-line reason (a plain
+    BEIR folder has no validity windows); a system chosen by name must run, or the run stops here."""
+    if cfg.get("systems", "all") != "all":
+        check_systems_on(retrievers, dataset)
+        return retrievers, {}
+    kept, skipped = {}, {}
+    for name, r in retrievers.items():
+        try:
+            check_systems_on({name: r}, dataset)
+            kept[name] = r
+        except BenchError as exc:  # keep the reason, not the advice to drop it (done here)
+            why = str(exc).removeprefix("systems: ")
+            skipped[name] = why.split(f" ({dataset.path}; drop")[0].replace(f", but {dataset.path} has no labels/ "
+                                                                             f"folder; drop it from systems=",
+                                                                             " and the dataset has no labels/")
+    if not kept:
+        raise BenchError(f"systems: no configured system can run on {dataset.path}: "
+                         + "; ".join(skipped.values()))
+    return kept, skipped
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far (Linux reports KiB), in MB."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def _dataset_extras(dataset: Dataset) -> dict:
+    """What an external dataset left to defaults (nothing for a generated one, so its metrics.json is as before)."""
+    out = {}
+    missing = [k for k in CORPUS_META if k not in dataset.corpus.present]
+    if missing:
+        out["defaulted_fields"] = missing
+    if dataset.split_assignment:
+        out["split_assignment"] = dataset.split_assignment
+    return out
 
 
 def _info(retriever, queries) -> dict:
     info = retriever.describe()
-    if hasattr(retriever, "agent"):  # a consolidating system: score its verdicts against the injected rumours
-        info["contradiction_detection"] = detection_quality(retriever.store, retriever.agent, queries.rumor)
+    if isinstance(retriever, AuditsConsolidation):  # score its verdicts against the injected rumours
+        info["contradiction_detection"] = retriever.contradiction_detection(queries.rumor)
     return info
 
 
@@ -117,14 +172,18 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     s = validate(cfg)  # before any work or write
     k = s.k
     systems = chosen_systems(cfg)
-    retrievers = {name: build_retriever(cfg["retrievers"][name].get("kind", name), dict(cfg["retrievers"][name]))
-                  for name in systems}
+    retrievers = {name: build_retriever(name, dict(cfg["retrievers"][name])) for name in systems}
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     embedder = build_embedder(dict(cfg["embedder"]))  # before writing anything: a bad embedder config stops here
     dataset = prepare_dataset(cfg, out_dir)
     corpus, queries = dataset.corpus, dataset.queries
+    # before any text is embedded: labels/ and the metadata each system needs
+    retrievers, skipped = usable_systems(cfg, retrievers, dataset)
+    systems = [n for n in systems if n in retrievers]
+    for name, why in skipped.items():
+        print(f"not run: {why}", file=sys.stderr)
     corpus_vecs = embedder.encode(corpus.texts)
     query_vecs = embedder.encode(queries.texts)
     timings["dataset_and_embedding_s"] = time.perf_counter() - t0
@@ -136,14 +195,11 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         retriever = retrievers[name]
         retriever.index(corpus, corpus_vecs, serve_time)
         extra = {}
-        if getattr(retriever, "reads_labels", False):  # only a declared ceiling (the oracle) sees labels
-            if dataset.labels is None:
-                raise BenchError(f"systems: {name} reads the ground-truth labels, but {dataset.path} has no labels/ "
-                                 f"folder; drop it from systems=")
+        if isinstance(retriever, ReadsLabels):  # only a declared ceiling (the oracle) sees labels
             retriever.index_labels(dataset.labels.chunk_family, dataset.labels.chunk_kind)
             extra["query_family"] = dataset.labels.query_family
         run_ = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
-        run_.system = name  # the configured name: a variant (smartvector_soft) shares its kind's class
+        run_.system = name  # the configured name: a variant (smartvector_soft) shares its class
         runs[name] = run_
         timings[f"{name}_s"] = time.perf_counter() - t
 
@@ -163,11 +219,12 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
     metrics = {
         "schema_version": SCHEMA_VERSION,
-        "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else "custom",
+        "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
+                    ((dataset.manifest or {}).get("config") or {}).get("name", "custom"),
                     "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
                     "n_queries": len(queries), "seed": dataset.seed,
                     "n_families": int(len(set(queries.family.tolist()))),
-                    "labels": dataset.labels is not None},
+                    "labels": dataset.labels is not None, **_dataset_extras(dataset)},
         "embedder": embedder.model_id,
         "experiment": {"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,
                        "serve_time": format_iso(from_days(serve_time))},
@@ -175,7 +232,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         "power": power,
         "calibration": calibration,
         "system_info": {name: _info(retrievers[name], queries) for name in systems},
+        **({"skipped_systems": skipped} if skipped else {}),
         "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
+        "resources": {"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only
         "provenance": provenance(cfg),
     }
     for name, r in runs.items():

@@ -28,7 +28,8 @@ import pandas as pd  # noqa: E402
 from smartvector_bench import verdicts as V  # noqa: E402
 from smartvector_bench.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
-from smartvector_bench.report import calibration_table, main_table, ordered, power_line  # noqa: E402
+from smartvector_bench.schema import field_table  # noqa: E402
+from smartvector_bench.report import calibration_table, category_table, main_table, ordered, power_line  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -131,6 +132,26 @@ def _main_section(results: Path, rel: str) -> str:
     return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}{cal}\n"
 
 
+def _handbook_section(results: Path) -> str:
+    """experiment=main on the 18F Handbook's git history (dataset=handbook, results/handbook/)."""
+    m = _load(results, "handbook/metrics.json")
+    man = _load(results, "handbook/manifest.json")
+    if m is None or man is None:
+        return "not measured (missing handbook/metrics.json or handbook/manifest.json)\n"
+    d, repo, c = m["dataset"], man.get("repo", {}), man.get("counts", {})
+    cats = ", ".join(f"{k} {v}" for k, v in sorted((c.get("queries_by_category") or {}).items()))
+    head = (f"The 18F Handbook's Markdown history at commit `{str(repo.get('head', '?'))[:12]}` "
+            f"({c.get('commits', '?')} commits): {d['n_vectors']} paragraph chunks, {d['n_queries']} queries "
+            f"({cats}); dev/test split by document (`results/handbook/`, dataset sha256 {d['sha256'][:12]}). "
+            f"Stale = a top-1 that is another version of the relevant paragraph's lineage, not in force at as_of.")
+    skipped = m.get("skipped_systems") or {}
+    note = "".join(f" Not run: {why}." for why in skipped.values())
+    rss = (m.get("resources") or {}).get("peak_rss_mb")
+    note += f" The whole run's peak memory: {rss / 1024:.1f} GB." if rss else ""
+    return (f"{head}{note}\n\n{main_table(m, 'test')}\n\nTop-1 by category (test split):\n\n"
+            f"{category_table(m, 'test')}\n")
+
+
 def _audit_section(results: Path) -> str:
     doc = _load(results, "shortcut_audit/shortcut_audit.json")
     if doc is None:
@@ -177,12 +198,13 @@ def _rendered(results: Path, rel: str, module: str, func: str, skip: int) -> str
     return "\n".join(text.splitlines()[skip:]).strip() + "\n"
 
 
-def _run_rows(folder: Path, system: str) -> dict[str, dict] | None:
+def _run_rows(folder: Path, system: str) -> pd.DataFrame | None:
+    """A run file's per-query rows, indexed by query id (its first line is the run's own header)."""
     path = folder / f"run_{system}.jsonl"
     if not path.is_file():
         return None
     lines = path.read_text(encoding="utf-8").splitlines()[1:]
-    return {r["query_id"]: r for r in map(json.loads, lines)}
+    return pd.DataFrame(map(json.loads, lines)).set_index("query_id") if lines else pd.DataFrame()
 
 
 def oracle_gaps(results: Path, rel: str = "main") -> list[dict]:
@@ -195,14 +217,14 @@ def oracle_gaps(results: Path, rel: str = "main") -> list[dict]:
     out = []
     for name in ordered(m["systems"]):
         rows = _run_rows(folder, name) if name != "oracle" else None
-        if not rows:
+        if rows is None or rows.empty:
             continue
-        won = [q for q, r in rows.items() if r["split"] == "test" and r["correct"] and not oracle[q]["correct"]]
-        lost = [q for q, r in rows.items() if r["split"] == "test" and not r["correct"] and oracle[q]["correct"]]
+        test = rows[rows["split"] == "test"].join(oracle.add_prefix("oracle_"), how="left")
+        won = test[test["correct"].astype(bool) & ~test["oracle_correct"].astype(bool)]
+        lost = test[~test["correct"].astype(bool) & test["oracle_correct"].astype(bool)]
         out.append({"system": name, "above": len(won), "below": len(lost),
-                    "oracle_stale": sum(oracle[q]["stale"] for q in won),
-                    "oracle_rumor": sum(oracle[q]["rumor"] for q in won),
-                    "categories": sorted({oracle[q]["category"] for q in won})})
+                    "oracle_stale": int(won["oracle_stale"].sum()), "oracle_rumor": int(won["oracle_rumor"].sum()),
+                    "categories": sorted(set(won["oracle_category"]))})
     return out
 
 
@@ -220,12 +242,8 @@ def _oracle_section(results: Path) -> str:
 
 def _sweep_seed(results: Path, preset: str) -> str:
     """The dataset seed(s) of a stored sweep, from its tidy.csv (so a table never claims more seeds than ran)."""
-    import csv
-
-    path = results / preset / "tidy.csv"
-    with path.open(encoding="utf-8", newline="") as fh:
-        seeds = sorted({row["dataset_seed"] for row in csv.DictReader(fh) if row.get("dataset_seed")}, key=int)
-    return ", ".join(seeds) or "-"
+    seeds = pd.read_csv(results / preset / "tidy.csv", usecols=["dataset_seed"])["dataset_seed"].dropna()
+    return ", ".join(str(s) for s in sorted(set(seeds.astype(int)))) or "-"
 
 
 def _half_life_section(results: Path) -> str:
@@ -269,7 +287,8 @@ def sections(results: Path) -> dict[str, str]:
             "reembed": _rendered(results, "reembed_cost/reembed_cost.json", "experiments.reembed_cost", "render", 2),
             "feedback": _rendered(results, "feedback_loop/feedback_loop.json", "experiments.feedback_loop", "_table",
                                   2),
-            "half_life": _half_life_section(results), "tune": _tune_section(results)}
+            "half_life": _half_life_section(results), "tune": _tune_section(results),
+            "handbook": _handbook_section(results), "schema": field_table() + "\n"}
 
 
 def write_readme(readme: Path, texts: dict[str, str] | str) -> None:

@@ -133,6 +133,10 @@ EXPERIMENTS: dict[str, Experiment] = {
     # The main table on the large profile (1,150 queries, every system but smartvector_ref): about 3 minutes.
     "main_large": Experiment("main_large", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec",
                                                           "qrels_*.trec")),
+    # The 18F Handbook's git history (conf/experiment/handbook.yaml): needs the bundle in ../shared/corpora, so it
+    # is published by `make results` and checked from results/, not rerun.
+    "handbook": Experiment("handbook", "metrics.json", ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec",
+                                                      "qrels_*.trec", "dataset/manifest.json"), regress=False),
     # Ten generated datasets (5 seeds x 2 profiles): published by `make results`, checked from results/.
     "shortcut_audit": Experiment("shortcut_audit", "shortcut_audit.json",
                                  ("shortcut_audit.json", "shortcut_audit.csv", "table.md"),
@@ -1037,8 +1041,9 @@ def feedback_invariants(out: Outputs) -> list[Row]:
     return rows
 
 
-INVARIANTS = {"main": main_invariants, "main_large": main_invariants, "reembed_cost": reembed_invariants,
-              "feedback_loop": feedback_invariants, "shortcut_audit": lambda out: [], "lvl_eval": lambda out: []}
+INVARIANTS = {"main": main_invariants, "main_large": main_invariants, "handbook": main_invariants,
+              "reembed_cost": reembed_invariants, "feedback_loop": feedback_invariants,
+              "shortcut_audit": lambda out: [], "lvl_eval": lambda out: []}
 
 
 # -- deriving expected.json from stored results ---------------------------------------------------------------
@@ -1057,6 +1062,8 @@ ROOTS = {
              "calibration"),
     "main_large": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power",
                    "calibration"),
+    "handbook": ("schema_version", "dataset", "embedder", "experiment", "systems", "system_info", "power",
+                 "calibration"),
     "shortcut_audit": ("schema_version", "experiment", "embedder", "summary"),
     "reembed_cost": ("schema_version", "dataset", "embedder", "edits", "strategies"),
     "feedback_loop": ("schema_version", "dataset", "experiment", "feedback", "summary", "detection_quality"),
@@ -1069,7 +1076,7 @@ ROOTS = {
 EXTRA_SKIP = {"lvl_eval": re.compile(r"wall|latency|_ms|warmup|load_s$|loadavg|^host$|^samples$|^plots$")}
 EXACT6_EXPERIMENTS = ("lvl_eval",)
 # main's system_info: numbers and flags only (its strings are descriptions).
-NUMERIC_ONLY_UNDER = {"main": ("system_info",), "main_large": ("system_info",)}
+NUMERIC_ONLY_UNDER = {"main": ("system_info",), "main_large": ("system_info",), "handbook": ("system_info",)}
 # Not accuracy metrics: float noise of the vector comparison. The flags derived from them are checked exactly.
 ABS_TOLERANCES = [
     (re.compile(r"\.equivalent_to_rebuild\.max_abs_vector_diff$"), 1e-6,

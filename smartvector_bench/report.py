@@ -54,6 +54,8 @@ def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
 
 
 def _rate(metrics: dict, name: str, key: str, split: str) -> str:
+    if metrics.get("dataset", {}).get("labels") is False:
+        return "- (no labels)"  # the stale and rumour sets come from labels/: without them nothing is measured
     text = _pct_ci(metrics["systems"][name][split], key)
     return f"{text} (by construction)" if by_construction(metrics, name, key, split) else text
 
@@ -136,6 +138,20 @@ def category_table(metrics: dict, split: str) -> str:
     return "\n".join(rows)
 
 
+def _notes(metrics: dict) -> list[str]:
+    """Lines about an external dataset: fields left to defaults, an assigned split, systems left out."""
+    d, out = metrics["dataset"], []
+    if d.get("defaulted_fields"):
+        out.append(f"Corpus fields not given (defaults used): {', '.join(d['defaulted_fields'])}.")
+    if d.get("split_assignment"):
+        a = d["split_assignment"]
+        out.append(f"Split assigned to {a['n_queries']} queries without one ({a['method']}; seed {a['seed']}, "
+                   f"{a['n_test']} in test).")
+    for name, why in (metrics.get("skipped_systems") or {}).items():
+        out.append(f"Not run: {why}.")
+    return [" ".join(out), ""] if out else []
+
+
 def render(metrics: dict) -> str:
     d = metrics["dataset"]
     parts = [
@@ -146,6 +162,7 @@ def render(metrics: dict) -> str:
         "policy families. Paired tests on the same queries: exact McNemar (queries independent) and a cluster "
         "sign-flip permutation test (families as the unit).",
         "",
+        *_notes(metrics),
         "## Test split (held out)",
         "",
         main_table(metrics, "test"),

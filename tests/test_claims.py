@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from smartvector_bench.schema import field_table
+
 REPO = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("claims", REPO / "paper_figures" / "claims.py")
 claims = importlib.util.module_from_spec(spec)
@@ -146,7 +148,8 @@ def test_missing_results_are_reported_not_invented(tmp_path):
     assert set(SECTIONS) <= set(texts)  # claims.py may add sections; these must be there
     for name, rel in MISSING.items():
         assert texts[name] == f"not measured (missing {rel})\n", name
-    for name in set(texts) - {"claims"}:  # nothing to show: every section says so
+    assert texts["schema"] == field_table() + "\n"  # from the schema file, not from results/
+    for name in set(texts) - {"claims", "schema"}:  # nothing to show: every section says so
         assert texts[name].startswith("not measured (missing "), name
 
 
