@@ -378,3 +378,19 @@ def test_the_readme_prose_holds_on_the_committed_results():
     assert fl["last_round_permutation_live_vs"]["smartvector_frozen"]["p_value"] >= 0.05
     # no main-table figure is marked "by construction"
     assert "(by construction)" not in claims.sections(results)["main"]
+
+
+def test_the_handbook_prose_holds_on_the_committed_results():
+    """What the README says in words about the 18F Handbook table (results/handbook/)."""
+    m = json.loads((REPO / "results" / "handbook" / "metrics.json").read_text())
+    t = {name: s["test"] for name, s in m["systems"].items()}
+    # the validity window alone removes every stale answer plain cosine gives, and wins
+    assert t["plain_cosine"]["stale_rate"] > 0.1 and t["valid_cosine"]["stale_rate"] == 0.0
+    assert t["valid_cosine"]["top1_ci"][0] > t["plain_cosine"]["top1_ci"][1]
+    # the keyword queries favour BM25 within the window over cosine within the window
+    assert t["bm25_valid"]["top1_ci"][0] > t["valid_cosine"]["top1_ci"][1]
+    # SmartVector ranks below plain cosine: most of its vectors are DORMANT at serve time
+    assert t["smartvector"]["top1_ci"][1] < t["plain_cosine"]["top1"]
+    statuses = m["system_info"]["smartvector"]["statuses_at_serve_time"]
+    assert statuses["DORMANT"] > sum(statuses.values()) / 2
+    assert t["oracle"]["top1"] == 1.0  # exactly one chunk of a lineage is in force at any time

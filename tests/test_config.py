@@ -24,7 +24,7 @@ SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine"
            "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
 VARIANTS = {"smartvector_soft": "smartvector", "smartvector_ref_soft": "smartvector_ref"}  # name -> the class's system
 # experiment presets that run another experiment under its own name without a `preset` key
-RUNS_AS = {"main_large": "main"}
+RUNS_AS = {"main_large": "main", "handbook": "main"}
 
 
 def _options(group: str) -> list[str]:

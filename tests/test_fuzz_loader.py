@@ -64,7 +64,7 @@ TMP_DIR = os.environ.get("SVB_FUZZ_TMP") or next((d for d in ("/dev/shm",) if os
 COUNTS: Counter = Counter()  # strategy -> examples run (reported by test_zz_example_counts)
 OUTCOMES: Counter = Counter()  # (test, "loaded" / "rejected")
 OUTCOMES_LAST = [""]  # the outcome of the case being run
-VALIDATOR_EVERY = 4  # every 4th case also runs smartvector-validate (about 30 ms a case, jsonschema per row)
+VALIDATOR_EVERY = 8  # every 8th case also runs smartvector-validate (about 30 ms a case, jsonschema per row)
 
 
 def fuzz_settings(n: int):
