@@ -9,7 +9,7 @@ pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/qu
 A claim whose results file is missing is listed as "not measured (missing <file>)", and so is one that would
 rest on too few seeds or on an incomplete sweep. ``--write-readme`` also rewrites the other tables that come
 straight from ``results/`` (the main tables of both profiles, the shortcut audit, the seeds summary, ...) in
-README.md and docs/results.md (``DOCUMENTS``), each between its own ``<!-- name:start -->`` /
+README.md, docs/results.md and docs/datasets.md (``DOCUMENTS``), each between its own ``<!-- name:start -->`` /
 ``<!-- name:end -->`` markers, with the same rendering code as the experiments' own ``table.md``.
 """
 
@@ -33,7 +33,7 @@ from smartvector_bench.report import calibration_table, category_table, main_tab
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
-DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md")
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md", REPO / "docs" / "datasets.md")
 
 
 def _load(results: Path, rel: str):
@@ -148,8 +148,12 @@ def _handbook_section(results: Path) -> str:
     note = "".join(f" Not run: {why}." for why in skipped.values())
     rss = (m.get("resources") or {}).get("peak_rss_mb")
     note += f" The whole run's peak memory: {rss / 1024:.1f} GB." if rss else ""
-    return (f"{head}{note}\n\n{main_table(m, 'test')}\n\nTop-1 by category (test split):\n\n"
-            f"{category_table(m, 'test')}\n")
+    return f"{head}{note}\n\n{main_table(m, 'test')}\n"
+
+
+def _handbook_categories(results: Path) -> str:
+    m = _load(results, "handbook/metrics.json")
+    return f"{category_table(m, 'test')}\n" if m else "not measured (missing handbook/metrics.json)\n"
 
 
 def _audit_section(results: Path) -> str:
@@ -288,7 +292,8 @@ def sections(results: Path) -> dict[str, str]:
             "feedback": _rendered(results, "feedback_loop/feedback_loop.json", "experiments.feedback_loop", "_table",
                                   2),
             "half_life": _half_life_section(results), "tune": _tune_section(results),
-            "handbook": _handbook_section(results), "schema": field_table() + "\n"}
+            "handbook": _handbook_section(results), "handbook_categories": _handbook_categories(results),
+            "schema": field_table() + "\n"}
 
 
 def write_readme(readme: Path, texts: dict[str, str] | str) -> None:

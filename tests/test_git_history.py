@@ -256,13 +256,9 @@ def test_the_loader_reads_it(built, tmp_path):
         shutil.copy(folder / name, bare / name)
     loaded = load_dataset(bare)
     assert len(loaded.corpus) == 8 and len(loaded.queries) == len(ds["queries"])
-    try:
-        full = load_dataset(folder)
-    except BenchError as exc:  # a loader that does not read schema 2.1's reduced labels yet
-        if "schema" in str(exc) or "families.jsonl" in str(exc) or "doc_type" in str(exc) or "asks" in str(exc):
-            pytest.skip(f"loader does not read the reduced labels yet: {exc}")
-        raise
+    full = load_dataset(folder)  # schema 2.1's reduced labels: families, stale sets, no families.jsonl
     assert full.labels is not None and len(full.corpus) == 8
+    assert set(full.queries.family) <= set(full.labels.chunk_family) and full.queries.stale.counts().sum() > 0
 
 
 def test_glob_list_and_rename_out_of_the_glob(tmp_path):
