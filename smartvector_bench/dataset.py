@@ -554,12 +554,12 @@ def assign_grouped_split(groups: list[str], settings: SplitSettings) -> dict[str
 
 def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int, int]]]],
                  text: str | None = None, qrels_paths: dict[str, Path] | None = None,
-                 split: SplitSettings | None = None) -> tuple[Queries, dict | None]:
+                 split: SplitSettings | None = None) -> tuple[Queries, dict | None, set[str]]:
     """Queries and their judgments. Every metadata field is optional (:data:`QUERY_DEFAULTS`). A query without
     ``metadata.split`` takes the split of the qrels file that judges it when the folder has both dev and test
     qrels; otherwise a seeded split grouped by the document of its best-graded relevant chunk is assigned (the
     second value returned records how, ``None`` when nothing was assigned). A query without a split that no
-    qrels file judges is left out (a BEIR queries.jsonl lists every split's queries); one with a split must
+    qrels file judges is left out (the third value: their ids) (a BEIR queries.jsonl lists every split's queries); one with a split must
     have a relevant chunk in its split's file."""
     rows = read_jsonl(path, text=text)
     qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in qrels}
@@ -655,7 +655,7 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
         split=np.array([cols["split"][n] for n in keep], dtype=object),
         relevant=Ragged.from_lists(relevant), grades=Ragged.from_lists(grades), stale=empty, rumor=empty,
         family=np.array(kept_ids, dtype=object),
-    ), assignment
+    ), assignment, set(ids) - set(kept_ids)
 
 
 # ------------------------------------------------------------------------------------------------ labels
@@ -926,15 +926,10 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
     qpaths = {s_: root / "qrels" / f"{s_}.tsv" for s_ in SPLITS if f"qrels/{s_}.tsv" in raw}
     qrels = {s_: load_qrels(qpaths[s_], texts[f"qrels/{s_}.tsv"]) for s_ in qpaths}
-    queries, assignment = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"], qpaths,
-                                       split=split)
-    dropped = set(_ids_of(texts["queries.jsonl"])) - set(queries.ids) if has_labels else None
+    queries, assignment, dropped = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"],
+                                                qpaths, split=split)
     labels = load_labels(root, corpus, queries, texts, dropped=dropped) if has_labels else None
     hashes = {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}
     return Dataset(path=root, corpus=corpus, queries=queries, sha256=dataset_sha256(hashes), seed=seed,
                    manifest=manifest, labels=labels, split_assignment=assignment)
 
-
-def _ids_of(text: str) -> list[str]:
-    """The ``_id`` of every line of an already-checked queries.jsonl."""
-    return [obj["_id"] for line in text.split("\n") if line.strip(" \t\r") for obj in [json.loads(line)]]
