@@ -39,11 +39,11 @@ clean-outputs:
 ## rewrite results/expected.json (values and the sha256 manifest of every committed result file).
 results: install
 	$(PY) -m experiments.publish_results
-	$(PY) -m smartvector_bench.regress --write-expected
+	$(PY) -m smartvector_bench.tools.gate.regress --write-expected
 
 ## Rerun what is affordable and compare with results/expected.json; non-zero exit on any miss.
 regress: install
-	$(PY) -m smartvector_bench.regress
+	$(PY) -m smartvector_bench.tools.gate.regress
 
 ## Regenerate every paper figure from results/ alone.
 figures: install
@@ -57,10 +57,10 @@ claims: install
 .PHONY: bench bench-quick
 ## Performance at 10K to 1M vectors into results/perf/ (about 40 min on 2 cores), then its figure.
 bench: install
-	$(PY) -m smartvector_bench.perf.cli bench_profile=full out_dir=results/perf
+	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=full out_dir=results/perf
 	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
-	$(PY) -m smartvector_bench.regress --write-expected
+	$(PY) -m smartvector_bench.tools.gate.regress --write-expected
 
 ## Every perf case at toy sizes in under a minute, into a temp folder (a smoke test; not for reporting).
 bench-quick: install
-	$(PY) -m smartvector_bench.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick
+	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig, OmegaConf
 
-from smartvector_bench import CONF_DIR
-from smartvector_bench.cli_errors import hydra_entry, reports_bad_input
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.cli_errors import hydra_entry, reports_bad_input
 
 from .build import write_from_config
 

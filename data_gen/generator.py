@@ -17,7 +17,7 @@ leave allowance of warehouse staff, whose value changes over time. For each fami
 Dependency edges join answer and non-answer chunks alike: runbook step -> policy fact, runbook prerequisite
 -> policy scope, verification -> step, procedure -> contacts, cross-policy references (scope -> another
 family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
-kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.labels`.
+kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.labels`.
 
 Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, family)``), so changing one knob
 (say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents, families and
@@ -36,10 +36,10 @@ from datetime import timedelta
 
 import numpy as np
 
-from smartvector_bench.chunking import chunk_sentences
-from smartvector_bench.errors import BenchError
-from smartvector_bench.labels import Judgment, Timeline, judge_at
-from smartvector_bench.timeutil import format_iso, parse_iso
+from smartvector_bench.core.chunking import chunk_sentences
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.labels import Judgment, Timeline, judge_at
+from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog import TOPICS, Topic
 from .catalog.base import Scope, draw_fillers

@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
-from smartvector_bench import __version__
-from smartvector_bench.dataset import dataset_sha256
-from smartvector_bench.errors import BenchError
-from smartvector_bench.labels import GRADE_AUTHORITATIVE
-from smartvector_bench.provenance import git_sha, package_versions
+from smartvector_bench.core import __version__
+from smartvector_bench.core.dataset import dataset_sha256
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.labels import GRADE_AUTHORITATIVE
+from smartvector_bench.core.provenance import git_sha, package_versions
 
 from .splits import assign_family_splits
 

@@ -16,12 +16,12 @@ whether a modified text is a revert) goes to ``edits.jsonl``; the full text of e
 correct system should end with), a row of a modified paragraph superseding the row it replaces.
 
 Schema v2 (as ``data_gen.generator``): ids are opaque (``Ids``), corpus rows are shuffled and carry only
-:data:`smartvector_bench.dataset.CORPUS_META`; each row's ``offset_start`` / ``offset_end`` is its span in the
+:data:`smartvector_bench.core.dataset.CORPUS_META`; each row's ``offset_start`` / ``offset_end`` is its span in the
 document version it was created in. Labels go to ``labels/`` (doc_type ``policy``; kind ``statement`` for the
 fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; the fact's value), each
 document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
 inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
-:func:`smartvector_bench.labels.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
+:func:`smartvector_bench.core.labels.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
 row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
 or test.
 """
@@ -33,9 +33,9 @@ from datetime import timedelta
 
 import numpy as np
 
-from smartvector_bench.errors import BenchError
-from smartvector_bench.labels import GRADE_AUTHORITATIVE, Timeline, judge_at
-from smartvector_bench.timeutil import format_iso, parse_iso
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.labels import GRADE_AUTHORITATIVE, Timeline, judge_at
+from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
 from .generator import FamilySpec, _rng, catalog_families
@@ -353,7 +353,7 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
             queries.append(q)
             expected.append(in_force)  # checked against the judgment below, once every row is closed
 
-    # Judgments from the labels (smartvector_bench.labels), over each family's rows.
+    # Judgments from the labels (smartvector_bench.core.labels), over each family's rows.
     def days(value: str | None) -> float:
         return np.inf if value is None else (parse_iso(value) - start).total_seconds() / 86400.0
 

@@ -10,8 +10,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from smartvector_bench.errors import BenchError
-from smartvector_bench.timeutil import parse_iso
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.timeutil import parse_iso
 
 SOURCES = ("official_db", "policy_doc", "technical_doc", "wiki", "email", "meeting_notes", "slack", "unknown")
 

@@ -11,10 +11,10 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from smartvector_bench import SCHEMA_VERSION, __version__
-from smartvector_bench.dataset import DATA_FILES, dataset_sha256, file_sha256
-from smartvector_bench.errors import BenchError
-from smartvector_bench.provenance import git_sha, package_versions
+from smartvector_bench.core import SCHEMA_VERSION, __version__
+from smartvector_bench.core.dataset import DATA_FILES, dataset_sha256, file_sha256
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.provenance import git_sha, package_versions
 
 from .generator import ChunkRecord, Generator, QueryRecord
 from .params import GeneratorParams
@@ -82,8 +82,8 @@ def _render_lvl(params, rows: list[dict], documents: list[dict], edits: list[dic
     and ``edits.jsonl`` (every document version and the ground-truth edits, read by experiment=lvl_eval)."""
     from datetime import timedelta
 
-    from smartvector_bench.dataset import LABEL_FILES
-    from smartvector_bench.timeutil import format_iso, parse_iso
+    from smartvector_bench.core.dataset import LABEL_FILES
+    from smartvector_bench.core.timeutil import format_iso, parse_iso
 
     start = parse_iso(params.start)
 

@@ -24,24 +24,24 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
-from smartvector_bench import SCHEMA_VERSION
-from smartvector_bench.atomic import atomic_write_json, atomic_write_text
-from smartvector_bench.audit import detection_quality, explain, lineage
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.evaluator import evaluate_split, judge
-from smartvector_bench.index import FlatIndex
-from smartvector_bench.lifecycle import Status
-from smartvector_bench.metrics import mcnemar_exact, paired_cluster_permutation_test
-from smartvector_bench.provenance import provenance
-from smartvector_bench.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.retrievers.base import LiveStore
-from smartvector_bench.run import Run, rank_by_score
-from smartvector_bench.validate import check_dataset, check_embedder, check_systems_on
-from smartvector_bench.settings import section
-from smartvector_bench.store import VectorStore
-from smartvector_bench.timeutil import format_iso, from_days
+from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.systems.smartvector.audit import detection_quality, explain, lineage
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.evaluator import evaluate_split, judge
+from smartvector_bench.core.index import FlatIndex
+from smartvector_bench.systems.smartvector.lifecycle import Status
+from smartvector_bench.core.metrics import mcnemar_exact, paired_cluster_permutation_test
+from smartvector_bench.core.provenance import provenance
+from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.systems.base import LiveStore
+from smartvector_bench.core.run import Run, rank_by_score
+from smartvector_bench.tools.validate import check_dataset, check_embedder, check_systems_on
+from smartvector_bench.core.settings import section
+from smartvector_bench.systems.smartvector.store import VectorStore
+from smartvector_bench.core.timeutil import format_iso, from_days
 
 SYSTEMS = ("smartvector_live", "smartvector_frozen", "plain_cosine")
 CSV_FIELDS = ("round", "time", "days_from_now", "system", "split", "n_queries", "top1", "top1_lo", "top1_hi",

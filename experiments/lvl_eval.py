@@ -5,7 +5,7 @@ full re-indexing), hot-tier query latency p50/p95/p99 65/110/145 ms, cold-tier a
 change-detection accuracy, 100% temporal accuracy with 0% leakage. Its public code computes the 1.2%
 re-processing figure from globally de-duplicated hashes over per-document chunk counts, restates the validity
 filter as "temporal accuracy" on queries unrelated to the corpus and never computes p95/p99. Here the same
-questions are asked of ``smartvector_bench.lvl.LiveVectorLake`` on ``dataset=lvl_corpus`` (a corpus shaped like
+questions are asked of ``smartvector_bench.systems.livevectorlake.LiveVectorLake`` on ``dataset=lvl_corpus`` (a corpus shaped like
 theirs whose generator wrote down every edit):
 
 1. every document version of ``documents.jsonl`` is ingested into a fresh lake in effective-time order; the
@@ -51,22 +51,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
-from smartvector_bench import SCHEMA_VERSION
-from smartvector_bench.atomic import (
+from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.atomic import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_write_text,
 )
-from smartvector_bench.chunking import chunk_paragraphs
-from smartvector_bench.dataset import file_sha256, read_jsonl
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.metrics.bootstrap import bootstrap_mean_ci
-from smartvector_bench.provenance import provenance
-from smartvector_bench.settings import choice, section
-from smartvector_bench.timeutil import iso_to_days
-from smartvector_bench.updates import chunk_hash
-from smartvector_bench.validate import check_embedder
+from smartvector_bench.core.chunking import chunk_paragraphs
+from smartvector_bench.core.dataset import file_sha256, read_jsonl
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
+from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.settings import choice, section
+from smartvector_bench.core.timeutil import iso_to_days
+from smartvector_bench.systems.updates import chunk_hash
+from smartvector_bench.tools.validate import check_embedder
 
 LVL_FILES = ("documents.jsonl", "edits.jsonl")
 POSITION_CLASSES = ("unchanged", "moved", "modified", "new")
@@ -343,7 +343,7 @@ def lake_rows(lake, ingested: list[Ingested]) -> LakeRows:
     (doc_id, version), i.e. rows with status ``deleted`` whose ``valid_to`` is that version's effective time (a
     row keeps its position while open, so it is the row's position in the previous version); and the
     ``parent_hash`` of every row a version created."""
-    from smartvector_bench.lvl.cold import INF_US, to_us
+    from smartvector_bench.systems.livevectorlake.cold import INF_US, to_us
 
     when = {(x.v.doc_id, to_us(x.v.effective_at)): x.v.version for x in ingested}
     snap = lake.cold.snapshot()
@@ -643,7 +643,7 @@ def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusM
     """Per query: rank of the first returned row that maps to a relevant corpus row (qrels score >= 1; on an
     lvl_corpus, the fact row in force at ``as_of``), and the leakage of every returned row. ``gold`` names the
     query's best relevant row (``queries.gold``), ``relevant`` all of them."""
-    from smartvector_bench.lvl.cold import to_us
+    from smartvector_bench.systems.livevectorlake.cold import to_us
 
     records = []
     returned = outside_lake = outside_corpus = 0
@@ -1003,11 +1003,11 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     query_vecs = embedder.encode(queries.texts)  # for the query-only timings and the accuracy (cached)
     timings["embedding"] = time.perf_counter() - t
 
-    from smartvector_bench.lvl import LiveVectorLake
+    from smartvector_bench.systems.livevectorlake import LiveVectorLake
 
     temp = s.lake_path is None
     # A temporary lake lives in tempfile.gettempdir(): under smartvector-bench that is the job's <run>/.scratch/
-    # (smartvector_bench.scratch), so even a killed run leaves nothing in /tmp; removed in `finally` below.
+    # (smartvector_bench.core.scratch), so even a killed run leaves nothing in /tmp; removed in `finally` below.
     lake_dir = Path(tempfile.mkdtemp(prefix="lvl_eval-lake-", dir=tempfile.gettempdir())) if temp else Path(s.lake_path)
     try:
         lake = LiveVectorLake.open(lake_dir, dim=embedder.dim, hot_index=s.hot_index, cold_cache=True)

@@ -15,22 +15,22 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from data_gen.build import write_from_config
-from smartvector_bench import SCHEMA_VERSION
-from smartvector_bench.atomic import atomic_write_json, atomic_write_text
-from smartvector_bench.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
-from smartvector_bench.discovery import in_tree
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.evaluator import evaluate_split, judge, power_analysis
-from smartvector_bench.metrics.calibration import calibration_report
-from smartvector_bench.provenance import header, provenance
-from smartvector_bench.report import render
-from smartvector_bench.retrievers import build_retriever, configured
-from smartvector_bench.retrievers.base import AuditsConsolidation, ReadsLabels
-from smartvector_bench.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
-from smartvector_bench.settings import section
-from smartvector_bench.timeutil import format_iso, from_days
-from smartvector_bench.validate import (  # noqa: F401 - re-exported
+from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
+from smartvector_bench.systems.discovery import in_tree
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.evaluator import evaluate_split, judge, power_analysis
+from smartvector_bench.core.metrics.calibration import calibration_report
+from smartvector_bench.core.provenance import header, provenance
+from smartvector_bench.core.report import render
+from smartvector_bench.systems import build_retriever, configured
+from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels
+from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
+from smartvector_bench.core.settings import section
+from smartvector_bench.core.timeutil import format_iso, from_days
+from smartvector_bench.tools.validate import (  # noqa: F401 - re-exported
     check_dataset, check_embedder, check_systems_on, chosen_systems)
 
 
@@ -74,7 +74,7 @@ def settings(cfg: dict) -> MainSettings:
 def validate(cfg: dict) -> MainSettings:
     """Everything experiment=main uses, checked before any work: ``experiment.*``, ``systems``, the dataset
     keys or folder, and the embedder keys (``run`` then builds the chosen systems, which checks their configs;
-    the CLI checks every configured system first, smartvector_bench/validate.py)."""
+    the CLI checks every configured system first, smartvector_bench/tools/validate.py)."""
     s = settings(cfg)
     chosen_systems(cfg)
     check_dataset(cfg)

@@ -7,7 +7,7 @@ and publish their outputs, with provenance, under ``results/<name>/``; publish f
 
 Each experiment runs as ``smartvector-bench experiment=<name> hydra.run.dir=<fixed temp folder>
 embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the same command and environment
-``make regress`` reruns; see ``smartvector_bench.regress.rerun_command`` and ``RERUN_ENV``), two at a time on
+``make regress`` reruns; see ``smartvector_bench.tools.gate.regress.rerun_command`` and ``RERUN_ENV``), two at a time on
 two or more cores (``--jobs``). Only after the run exits 0 and its result JSON parses are its files
 copied into ``results/<name>/``: main: ``metrics.json``, ``table.md``, ``run_<system>.jsonl``; reembed_cost:
 ``reembed_cost.json``, ``table.md``; feedback_loop: ``feedback_loop.json``, ``feedback_loop.csv``, ``table.md``
@@ -41,9 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from smartvector_bench.atomic import atomic_write_bytes, atomic_write_json
-from smartvector_bench.provenance import git_sha, package_versions
-from smartvector_bench.regress import DEFAULT_JOBS, EXPERIMENTS, REPO, RERUN_ENV, RESULTS_DIR, Rerun, rerun_many
+from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
+from smartvector_bench.core.provenance import git_sha, package_versions
+from smartvector_bench.tools.gate.regress import DEFAULT_JOBS, EXPERIMENTS, REPO, RERUN_ENV, RESULTS_DIR, Rerun, rerun_many
 
 PROG = "publish_results"
 PUBLISH_SCHEMA = "1.0"

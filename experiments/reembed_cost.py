@@ -2,7 +2,7 @@
 
 The SmartVector paper claims a single-word edit re-embeds 1.0 chunk with its surgical update instead of
 ~4.35 for the whole document (-77%). Here every strategy (``full``, ``cdc``, ``surgical``; see
-``smartvector_bench.updates``) replays the same seeded edit stream over the dataset's documents (latest
+``smartvector_bench.systems.updates``) replays the same seeded edit stream over the dataset's documents (latest
 version of each ``doc_id``), and we count, per edit, the chunks re-embedded and the texts actually sent to
 the model, and time the update. The embedder's cache is disabled: these are real embedding calls. After
 the last edit every strategy's store is compared with a from-scratch rebuild of the final documents
@@ -27,20 +27,20 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
-from smartvector_bench import SCHEMA_VERSION
-from smartvector_bench.atomic import atomic_write_json, atomic_write_text
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.index import FlatIndex
-from smartvector_bench.metrics.bootstrap import bootstrap_mean_ci
-from smartvector_bench.provenance import provenance
-from smartvector_bench.run import rank_by_score
-from smartvector_bench.settings import choice, section
-from smartvector_bench.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
-from smartvector_bench.updates.cdc import CLASSES
-from smartvector_bench.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
+from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.index import FlatIndex
+from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
+from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.run import rank_by_score
+from smartvector_bench.core.settings import choice, section
+from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
+from smartvector_bench.systems.updates.cdc import CLASSES
+from smartvector_bench.systems.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
                                               make_edits)
-from smartvector_bench.validate import check_dataset, check_embedder
+from smartvector_bench.tools.validate import check_dataset, check_embedder
 
 PAPER_CLAIM = {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77}
 

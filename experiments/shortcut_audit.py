@@ -1,7 +1,7 @@
 """experiment=shortcut_audit: could a label-aware reviewer beat ``valid_cosine`` with a surface cue?
 
 For each profile (``conf/dataset/<profile>.yaml``) and seed: generate the dataset, embed it with the configured
-embedder, and run every cue rule of :mod:`smartvector_bench.shortcuts` (learned on dev, applied on test).
+embedder, and run every cue rule of :mod:`smartvector_bench.core.shortcuts` (learned on dev, applied on test).
 Writes ``shortcut_audit.csv`` (one row per profile x seed x rule), ``table.md`` and, last,
 ``shortcut_audit.json`` (per-seed results, the mean / min / max test gain of each rule over valid_cosine,
 and whether every surface cue stays within ``max_surface_gain``).
@@ -18,14 +18,14 @@ from tqdm.auto import tqdm
 
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
-from smartvector_bench import CONF_DIR, SCHEMA_VERSION
-from smartvector_bench.atomic import atomic_write_json, atomic_write_text
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.provenance import provenance
-from smartvector_bench.shortcuts import SURFACE_CUES, TRUST_CUES, audit
-from smartvector_bench.validate import check_embedder
+from smartvector_bench.core import CONF_DIR, SCHEMA_VERSION
+from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.shortcuts import SURFACE_CUES, TRUST_CUES, audit
+from smartvector_bench.tools.validate import check_embedder
 
 CSV_FIELDS = ("profile", "seed", "dataset_sha256", "rule", "kind", "keep", "dev_top1", "test_top1", "test_gain",
               "n_test", "n_test_families")

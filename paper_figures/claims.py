@@ -1,6 +1,6 @@
 """The claims table: each claim of the SmartVector paper (and of LiveVectorLake), our figure from the stored
 results under ``results/`` (no experiment is re-run), the statistical test and threshold it is judged by, the
-p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/verdicts.py``; the
+p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/verdicts.py``; the
 pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/queries.csv``).
 
     python paper_figures/claims.py                 # print the table
@@ -25,11 +25,11 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
-from smartvector_bench import verdicts as V  # noqa: E402
-from smartvector_bench.atomic import atomic_write_text  # noqa: E402
-from smartvector_bench.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
-from smartvector_bench.schema import field_table  # noqa: E402
-from smartvector_bench.report import calibration_table, category_table, main_table, ordered, power_line  # noqa: E402
+from smartvector_bench.core import verdicts as V  # noqa: E402
+from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
+from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
+from smartvector_bench.core.schema import field_table  # noqa: E402
+from smartvector_bench.core.report import calibration_table, category_table, main_table, ordered, power_line  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).

@@ -27,7 +27,7 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
-from smartvector_bench.atomic import atomic_write_bytes
+from smartvector_bench.core.atomic import atomic_write_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "results"

@@ -1,15 +1,14 @@
-"""smartvector-bench: a reproducible benchmark harness for version-aware retrieval."""
+"""smartvector-bench: a reproducible benchmark harness for version-aware retrieval.
 
-__version__ = "0.1.0"
-SCHEMA_VERSION = "2.0"
+- :mod:`.core`: data in, run out, scored (dataset, embedding, index, run, evaluator, metrics, report);
+- :mod:`.systems`: the retrievers, one module or folder per system, each engine inside its own system;
+- :mod:`.tools`: the command line, the regression gate, sweeps, the performance benchmark and scale data.
+"""
 
-from pathlib import Path as _Path
-
-# The repository's Hydra config folder (the package is installed in editable mode from the repo).
-CONF_DIR = str(_Path(__file__).resolve().parent.parent / "conf")
+from smartvector_bench.core import CONF_DIR, SCHEMA_VERSION, __version__  # noqa: F401 - the public names
 
 # ``retriever/all`` (conf/config.yaml's default): every conf/retriever/*.yaml, so any compose() finds every
-# in-tree system; the CLI re-registers it for its own search path (smartvector_bench/discovery.py).
-from .discovery import in_tree as _in_tree, register as _register  # noqa: E402
+# in-tree system; the CLI re-registers it for its own search path (smartvector_bench/systems/discovery.py).
+from smartvector_bench.systems.discovery import in_tree as _in_tree, register as _register  # noqa: E402
 
 _register(_in_tree())

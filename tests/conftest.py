@@ -11,10 +11,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-import smartvector_bench.cli  # noqa: F401  (registers the ${pid:} resolver used by the run dir)
+import smartvector_bench.tools.cli  # noqa: F401  (registers the ${pid:} resolver used by the run dir)
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
-from smartvector_bench import CONF_DIR, discovery
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.systems import discovery
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from smartvector_bench import CONF_DIR
-from smartvector_bench.audit import detection_quality, explain, lineage
-from smartvector_bench.consolidation import ConsolidationAgent, ConsolidationParams, ingest_until
-from smartvector_bench.csr import Ragged
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.store import VectorStore
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.systems.smartvector.audit import detection_quality, explain, lineage
+from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams, ingest_until
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.systems.smartvector.store import VectorStore
 
 from .test_store import VERDICT_ROWS, VERDICT_VECS, Timeline, make_corpus
 

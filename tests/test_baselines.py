@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from smartvector_bench import CONF_DIR
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.retrievers.base import ReadsLabels, Retriever
-from smartvector_bench.retrievers.bm25 import margin_confidence
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.systems.base import ReadsLabels, Retriever
+from smartvector_bench.systems.bm25 import margin_confidence
 
 INF = np.inf
 NEW = ["valid_cosine", "bm25", "bm25_valid", "recent_cosine", "metadata_filter", "oracle"]
@@ -64,14 +64,14 @@ def test_yaml_names_its_class():
     for name in NEW:
         text = open(f"{CONF_DIR}/retriever/{name}.yaml", encoding="utf-8").read()
         assert text.splitlines()[0] == f"# @package retrievers.{name}"
-        assert conf(name)["_target_"].startswith("smartvector_bench.retrievers.") and "kind" not in conf(name)
+        assert conf(name)["_target_"].startswith("smartvector_bench.systems.") and "kind" not in conf(name)
         assert isinstance(build_retriever(name, conf(name)), Retriever)  # the shipped config validates
         with pytest.raises(BenchError, match=rf"^retrievers\.{name}\.nope: unknown key"):
             build_retriever(name, {**conf(name), "nope": 1})
 
 
 def test_config_defaults_list():
-    """Every retriever yaml on the search path, none listed by hand (smartvector_bench/discovery.py)."""
+    """Every retriever yaml on the search path, none listed by hand (smartvector_bench/systems/discovery.py)."""
     line = next(x for x in open(f"{CONF_DIR}/config.yaml", encoding="utf-8") if x.startswith("  - retriever:"))
     assert line.split("#")[0].strip() == "- retriever: all"
 

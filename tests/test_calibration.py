@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from smartvector_bench.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt,
+from smartvector_bench.core.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt,
                                                    apply_temperature, auroc, brier, calibration_report, ece,
                                                    fit_calibration, fit_isotonic, fit_platt, fit_temperature)
 

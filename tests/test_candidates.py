@@ -9,8 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from smartvector_bench.candidates import all_pairs, knn_pairs, orient, recall
-from smartvector_bench.consolidation import (
+from smartvector_bench.systems.smartvector.candidates import all_pairs, knn_pairs, orient, recall
+from smartvector_bench.systems.smartvector.consolidation import (
     ConsolidationParams,
     apply_ripple,
     consolidate,
@@ -18,19 +18,19 @@ from smartvector_bench.consolidation import (
     ripple_hits,
     round6,
 )
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.detectors import (
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.systems.smartvector.detectors import (
     CharTable,
     ReferenceDetector,
     content_similarity,
     jaccard_between,
     jaccard_of,
 )
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.ripple import RippleParams, ripple
-from smartvector_bench.signals.confidence import ConfidenceParams
-from smartvector_bench.store import VectorStore
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.smartvector.ripple import RippleParams, ripple
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams
+from smartvector_bench.systems.smartvector.store import VectorStore
 
 from .conftest import compose_config
 
@@ -198,8 +198,8 @@ def test_round6_is_pythons_round():
 
 
 def test_config_candidates_null_and_int_and_bad_values():
-    from smartvector_bench.retrievers import build_retriever
-    from smartvector_bench.retrievers.smartvector import SmartVector
+    from smartvector_bench.systems import build_retriever
+    from smartvector_bench.systems.smartvector.retriever import SmartVector
 
     key = "retrievers.smartvector.consolidation.candidates"
     cfg = compose_config()["retrievers"]["smartvector"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench.schema import field_table
+from smartvector_bench.core.schema import field_table
 
 REPO = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("claims", REPO / "paper_figures" / "claims.py")
@@ -348,7 +348,7 @@ def test_the_readme_prose_holds_on_the_committed_results():
     republication that changes them fails here until the prose is rewritten."""
     import pandas as pd
 
-    from smartvector_bench import verdicts
+    from smartvector_bench.core import verdicts
 
     results = REPO / "results"
     # the soft variants return the same top-10 as the hard systems on every query of every stored run

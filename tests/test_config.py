@@ -9,12 +9,12 @@ import pytest
 
 from data_gen.params import params_from_config
 from experiments.main import chosen_systems
-from smartvector_bench import CONF_DIR
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.discovery import TABLE_ORDER
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.retrievers.base import Retriever
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.discovery import TABLE_ORDER
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.systems.base import Retriever
 
 from .conftest import compose_config
 
@@ -62,17 +62,17 @@ def test_every_system_builds_with_every_weight_preset(weights):
 def test_every_configured_retriever_names_its_class():
     cfg = compose_config()
     targets = {name: cfg["retrievers"][name]["_target_"] for name in _options("retriever")}
-    assert targets["bm25_valid"] == "smartvector_bench.retrievers.bm25.BM25Valid"  # bm25.py holds both
+    assert targets["bm25_valid"] == "smartvector_bench.systems.bm25.BM25Valid"  # bm25.py holds both
     for name, target in targets.items():  # a variant names the class of the system it varies
         module = {"bm25_valid": "bm25"}.get(name, VARIANTS.get(name, name))
-        assert target.startswith(f"smartvector_bench.retrievers.{module}."), (name, target)
+        assert target.startswith(f"smartvector_bench.systems.{module}."), (name, target)
         assert "kind" not in cfg["retrievers"][name]
     assert sorted(TABLE_ORDER) == _options("retriever")  # the in-tree table order lists every in-tree system
 
 
 @pytest.mark.parametrize("option", _options("experiment"))
 def test_experiment_options_compose(option):
-    from smartvector_bench.cli import EXPERIMENTS
+    from smartvector_bench.tools.cli import EXPERIMENTS
 
     cfg = compose_config([f"experiment={option}"])
     # an experiment runs its own function; a sweep preset runs `main` in every job and names itself `preset`;
@@ -101,7 +101,7 @@ def test_main_large_is_main_on_the_large_profile():
 
 
 def test_shortcut_audit_composes_and_is_an_experiment():
-    from smartvector_bench.cli import EXPERIMENTS, experiment_module
+    from smartvector_bench.tools.cli import EXPERIMENTS, experiment_module
 
     cfg = compose_config(["experiment=shortcut_audit"])
     exp = cfg["experiment"]
@@ -127,7 +127,7 @@ def test_systems_selection():
     cfg = compose_config()
     everything = chosen_systems(cfg)
     assert sorted(everything) == sorted(SYSTEMS) == _options("retriever")
-    assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the table order (smartvector_bench/discovery.py)
+    assert everything == list(cfg["retrievers"]) == SYSTEMS  # in the table order (smartvector_bench/systems/discovery.py)
     assert chosen_systems(compose_config(["systems=[smartvector]"])) == ["smartvector"]
     assert chosen_systems(compose_config(["systems=[oracle,metadata_filter,bm25]"])) == \
         ["oracle", "metadata_filter", "bm25"]  # in the order asked for

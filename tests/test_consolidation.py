@@ -5,11 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
-from smartvector_bench.consolidation import (ConsolidationParams, consolidate, content_similarity, jaccard_pairs,
+from smartvector_bench.systems.smartvector.consolidation import (ConsolidationParams, consolidate, content_similarity, jaccard_pairs,
                                              latest_successor, resolve, reverse, word_sets_matrix)
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.errors import BenchError
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
 
 INF = np.inf
 
@@ -294,7 +294,7 @@ def test_chain_before_successor_in_force():
 
 
 def test_chain_custom_ripple_params():
-    from smartvector_bench.ripple import RippleParams
+    from smartvector_bench.systems.smartvector.ripple import RippleParams
     res = consolidate(chain_corpus(), 20.0, ConsolidationParams(ripple=RippleParams(penalty=0.3, max_depth=3,
                                                                                     floor=0.4)))
     # B 0.85 - 0.3 = 0.55; C 0.75 - 0.15 = 0.60; D 0.5 - 0.1 = 0.4 (= floor)
@@ -344,7 +344,7 @@ def test_disabled_keeps_everything():
 @pytest.mark.parametrize("field, value", [("detector", "embedding"), ("verdict", "demot"),
                                           ("tie_break", "random")])
 def test_invalid_params_raise_naming_key(field, value):
-    from smartvector_bench.settings import section
+    from smartvector_bench.core.settings import section
 
     with pytest.raises(BenchError, match=rf"^consolidation\.{field}={value}: unknown; allowed: "):
         section(ConsolidationParams, {field: value}, "consolidation")

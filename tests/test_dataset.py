@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smartvector_bench.dataset import LABEL_FILES, load_dataset
-from smartvector_bench.errors import BenchError
+from smartvector_bench.core.dataset import LABEL_FILES, load_dataset
+from smartvector_bench.core.errors import BenchError
 
 from .conftest import write_tiny
 

@@ -1,4 +1,4 @@
-"""The dataset schema (smartvector_bench/schema/dataset.schema.json), the loader's schema-2.1 relaxations (a plain
+"""The dataset schema (smartvector_bench/core/schema/dataset.schema.json), the loader's schema-2.1 relaxations (a plain
 BEIR folder, optional fields, free-form categories, graded qrels, assigned splits) and smartvector-validate."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ import jsonschema
 import numpy as np
 import pytest
 
-from smartvector_bench.dataset import (CORPUS_META, QUERY_META, SPLITS, SplitSettings, assign_grouped_split,
+from smartvector_bench.core.dataset import (CORPUS_META, QUERY_META, SPLITS, SplitSettings, assign_grouped_split,
                                        load_dataset)
-from smartvector_bench.errors import BenchError
-from smartvector_bench.labels import DOC_TYPES, KINDS
-from smartvector_bench.schema import load_schema
-from smartvector_bench.schema.check import main as validate_main
-from smartvector_bench.schema.check import validate_folder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.labels import DOC_TYPES, KINDS
+from smartvector_bench.core.schema import load_schema
+from smartvector_bench.core.schema.check import main as validate_main
+from smartvector_bench.core.schema.check import validate_folder
 
 
 def write_beir(root: Path, n_docs: int = 12, qrels: dict[str, list[tuple[str, str, int]]] | None = None,

@@ -1,4 +1,4 @@
-"""smartvector_bench.embedding: a text's vector depends on the text alone (not on its batch-mates, the order,
+"""smartvector_bench.core.embedding: a text's vector depends on the text alone (not on its batch-mates, the order,
 the thread count or what the cache held), the embedder config is checked before any model loads, and a bad
 cache file gives a one-line error naming the file and the fix."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from smartvector_bench.embedding import (
+from smartvector_bench.core.embedding import (
     CACHE_FIX,
     CachedEmbedder,
     EmbeddingCache,
@@ -22,7 +22,7 @@ from smartvector_bench.embedding import (
     build_embedder,
     validate_embedder,
 )
-from smartvector_bench.errors import BenchError
+from smartvector_bench.core.errors import BenchError
 
 from .conftest import IS_ROOT, compose_config, run_as_nobody
 
@@ -49,7 +49,7 @@ def _one_line(exc: pytest.ExceptionInfo) -> str:
 @pytest.fixture(scope="module")
 def minilm():
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from smartvector_bench.embedding import MiniLMEmbedder
+    from smartvector_bench.core.embedding import MiniLMEmbedder
 
     return MiniLMEmbedder()
 
@@ -277,13 +277,13 @@ def test_cache_in_a_read_only_folder():
         shutil.rmtree(base, ignore_errors=True)
 
 
-# --- the cost benchmark (smartvector_bench.perf.embedding) ---------------------------------------------------
+# --- the cost benchmark (smartvector_bench.tools.perf.embedding) ---------------------------------------------------
 
 @pytest.mark.model
 def test_embedding_cost_bench_writes_its_result(minilm, tmp_path):
     import json
 
-    from smartvector_bench.perf import embedding as bench
+    from smartvector_bench.tools.perf import embedding as bench
 
     out = tmp_path / "perf" / "embedding.json"
     bench.run(out, repeats=2, n_texts=6, embedder=minilm)
@@ -301,7 +301,7 @@ def test_embedding_cost_bench_writes_its_result(minilm, tmp_path):
 
 
 def test_embedding_cost_bench_rejects_bad_arguments(capsys):
-    from smartvector_bench.perf import embedding as bench
+    from smartvector_bench.tools.perf import embedding as bench
 
     for argv in (["--out", "x.json", "--n-texts", "0"], ["--out", "x.json", "--repeats", "two"], []):
         with pytest.raises(SystemExit) as exc:

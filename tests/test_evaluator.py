@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Queries
-from smartvector_bench.evaluator import evaluate_split, judge, power_analysis
-from smartvector_bench.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect,
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Queries
+from smartvector_bench.core.evaluator import evaluate_split, judge, power_analysis
+from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect,
                                        ece, leakage_rate, minimum_detectable_difference)
-from smartvector_bench.run import Run
+from smartvector_bench.core.run import Run
 
 _ = -1  # padding
 L3 = math.log2(3)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.eventlog import ColumnLog
+from smartvector_bench.systems.smartvector.eventlog import ColumnLog
 
 
 def _as_list(log: ColumnLog) -> list[dict]:

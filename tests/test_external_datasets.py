@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from data_gen.build import write_from_config
-from smartvector_bench.errors import BenchError
-from smartvector_bench.validate import validate_config
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.tools.validate import validate_config
 
 from .conftest import compose_config, run_cli
 from .test_dataset_schema import write_beir

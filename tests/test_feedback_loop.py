@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from experiments.feedback_loop import run
-from smartvector_bench.errors import BenchError
-from smartvector_bench.timeutil import iso_to_days
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.timeutil import iso_to_days
 
 from .conftest import TINY, compose_config
 

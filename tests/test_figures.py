@@ -388,7 +388,7 @@ def test_invalid_json_is_malformed(tmp_path):
 
 
 def test_paper_claims_come_from_paper_claims_module(made, results, tmp_path, monkeypatch):
-    from smartvector_bench import paper_claims
+    from smartvector_bench.core import paper_claims
 
     out, _ = made
     changed = copy.deepcopy(paper_claims.PAPER_MAIN_TABLE)

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.retrievers.fused_kernel import exhaustive_top_k
-from smartvector_bench.retrievers.smartvector import _Columns
-from smartvector_bench.run import rank_by_score
+from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
+from smartvector_bench.systems.smartvector.retriever import _Columns
+from smartvector_bench.core.run import rank_by_score
 
 FP = dict(t_half=30.0, expired=0.05, c_half=30.0, cmin=0.01, dorm=0.15, ws=0.35, wt=0.25, wc=0.25, w=1.0)
 
@@ -79,7 +79,7 @@ def test_kernel_handles_more_queries_and_vectors_than_one_block():
     as_of = rng.uniform(0, 260, q)
     c = columns(rng, n, n)
     flags = np.array([True, False, True, True, True])
-    import smartvector_bench.retrievers.fused_kernel as fk
+    import smartvector_bench.systems.smartvector.fused_kernel as fk
     old = fk.BLOCK_ENTRIES
     fk.BLOCK_ENTRIES = 1500 * 1024  # 1,024-vector blocks: three of them, the last one ragged
     try:

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from smartvector_bench import cli
-from smartvector_bench.errors import BenchError
-from smartvector_bench.validate import validate_config
+from smartvector_bench.tools import cli
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.tools.validate import validate_config
 
 from .conftest import compose_config
 

@@ -45,11 +45,11 @@ from hypothesis import strategies as st
 
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
-from smartvector_bench import CONF_DIR
-from smartvector_bench.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES, QUERY_META, Dataset, dataset_sha256,
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES, QUERY_META, Dataset, dataset_sha256,
                                        load_dataset)
-from smartvector_bench.schema.check import validate_folder
-from smartvector_bench.errors import BenchError
+from smartvector_bench.core.schema.check import validate_folder
+from smartvector_bench.core.errors import BenchError
 
 from .conftest import IS_ROOT, run_as_nobody
 
@@ -401,7 +401,7 @@ SCHEMA: dict[str, dict[str, set[str]]] = {
         "timeline[].value": NUM,
     },
 }
-# Schema 2.1 (smartvector_bench/schema/dataset.schema.json): every metadata and label field has a default.
+# Schema 2.1 (smartvector_bench/core/schema/dataset.schema.json): every metadata and label field has a default.
 OPTIONAL = {"corpus.jsonl": {"title", "metadata"} | {f"metadata.{k}" for k in CORPUS_META},
             "queries.jsonl": {"metadata"} | {f"metadata.{k}" for k in QUERY_META},
             "labels/chunks.jsonl": {"family", "doc_type", "kind", "value"},

@@ -16,10 +16,10 @@ from data_gen.catalog import TOPICS
 from data_gen.generator import KIND_OF, Generator, catalog_families
 from data_gen.params import params_from_config
 from data_gen.writer import render_files, write_dataset
-from smartvector_bench.dataset import CATEGORIES, CORPUS_META, LABEL_FILES, QUERY_META, load_dataset
-from smartvector_bench.errors import BenchError
-from smartvector_bench.labels import DOC_TYPES, KINDS, judge_at
-from smartvector_bench.timeutil import iso_to_days
+from smartvector_bench.core.dataset import CATEGORIES, CORPUS_META, LABEL_FILES, QUERY_META, load_dataset
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.labels import DOC_TYPES, KINDS, judge_at
+from smartvector_bench.core.timeutil import iso_to_days
 
 from .conftest import compose_config
 

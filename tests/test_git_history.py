@@ -14,8 +14,8 @@ from data_gen.build import write_from_config
 from data_gen.git_history import (GitHistoryParams, align, git_params_from_config, split_units,
                                   strip_front_matter, write_git_history)
 from data_gen.params import params_from_config
-from smartvector_bench.dataset import DATA_FILES, load_dataset
-from smartvector_bench.errors import BenchError
+from smartvector_bench.core.dataset import DATA_FILES, load_dataset
+from smartvector_bench.core.errors import BenchError
 
 from .conftest import TINY, compose_config, run_cli
 

@@ -11,15 +11,15 @@ import pytest
 from omegaconf import OmegaConf
 
 from experiments.main import run
-from smartvector_bench import CONF_DIR
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.errors import BenchError
-from smartvector_bench.kg import schema
-from smartvector_bench.kg.pagerank import graph_importance, pagerank
-from smartvector_bench.kg.schema import create_v2, ensure_schema, user_version
-from smartvector_bench.kg.store import KnowledgeGraph, confidence_formula
-from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.kg_smartvector import schema
+from smartvector_bench.systems.kg_smartvector.pagerank import graph_importance, pagerank
+from smartvector_bench.systems.kg_smartvector.schema import create_v2, ensure_schema, user_version
+from smartvector_bench.systems.kg_smartvector.store import KnowledgeGraph, confidence_formula
+from smartvector_bench.systems import build_retriever
 
 from .conftest import TINY, compose_config
 
@@ -393,7 +393,7 @@ def test_in_degree_counts_depended_by_for_its_target_like_the_crate():
 INF = np.inf
 
 
-KG_TARGET = "smartvector_bench.retrievers.kg_smartvector.KGSmartVector"
+KG_TARGET = "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector"
 
 
 def kg_cfg(**overrides) -> dict:

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from experiments.main import run as run_main
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.retrievers import build_retriever, configured
-from smartvector_bench.retrievers.base import ReadsLabels
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems import build_retriever, configured
+from smartvector_bench.systems.base import ReadsLabels
 
 from .conftest import compose_config, write_tiny
 

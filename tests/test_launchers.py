@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smartvector_bench.embedding import CachedEmbedder, EmbeddingCache, HashingEmbedder
+from smartvector_bench.core.embedding import CachedEmbedder, EmbeddingCache, HashingEmbedder
 
 from .conftest import TINY
 
@@ -134,7 +134,7 @@ def test_slurm_preset_renders_a_valid_sbatch_script(tmp_path, monkeypatch):
     from omegaconf import OmegaConf
     from submitit.slurm import slurm
 
-    from smartvector_bench import CONF_DIR
+    from smartvector_bench.core import CONF_DIR
 
     with initialize_config_dir(version_base="1.3", config_dir=CONF_DIR):
         cfg = compose("config", overrides=["experiment=seeds", "hydra/launcher=slurm", "hydra.launcher.partition=cpu",

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from smartvector_bench.lifecycle import STATUS_NAMES, Status, deprecated_at, statuses_at
+from smartvector_bench.systems.smartvector.lifecycle import STATUS_NAMES, Status, deprecated_at, statuses_at
 
 INF = np.inf
 

@@ -17,18 +17,18 @@ import pytest
 from deltalake import DeltaTable
 
 from experiments.main import run
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus, load_dataset
-from smartvector_bench.embedding import HashingEmbedder
-from smartvector_bench.errors import BenchError
-from smartvector_bench.lvl import SCHEMA, LiveVectorLake, valid_at
-from smartvector_bench.lvl.cold import INF_US, to_us
-from smartvector_bench.lvl.hot import read_state
-from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus, load_dataset
+from smartvector_bench.core.embedding import HashingEmbedder
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.livevectorlake import SCHEMA, LiveVectorLake, valid_at
+from smartvector_bench.systems.livevectorlake.cold import INF_US, to_us
+from smartvector_bench.systems.livevectorlake.hot import read_state
+from smartvector_bench.systems import build_retriever
 
-LVL_TARGET = "smartvector_bench.retrievers.livevectorlake.LiveVectorLakeRetriever"
-from smartvector_bench.retrievers.livevectorlake import corpus_versions, settings
-from smartvector_bench.updates import chunk_hash
+LVL_TARGET = "smartvector_bench.systems.livevectorlake.retriever.LiveVectorLakeRetriever"
+from smartvector_bench.systems.livevectorlake.retriever import corpus_versions, settings
+from smartvector_bench.systems.updates import chunk_hash
 
 from .conftest import TINY, compose_config
 
@@ -313,8 +313,8 @@ def test_unreadable_hot_state_is_rebuilt_from_the_cold_tier(tmp_path):
 
 CHILD = r"""
 import sys
-from smartvector_bench.embedding import HashingEmbedder
-from smartvector_bench.lvl import LiveVectorLake
+from smartvector_bench.core.embedding import HashingEmbedder
+from smartvector_bench.systems.livevectorlake import LiveVectorLake
 emb = HashingEmbedder(64)
 lake = LiveVectorLake.open(sys.argv[1], dim=64)
 versions = [["A one.", "A two."], ["A one.", "A two, changed."], ["A one.", "A two, changed.", "A three."]]
@@ -589,6 +589,6 @@ def test_no_temporal_leakage_on_the_default_dataset(default_dataset, tmp_path):
     assert info["routing"]["cold_historical"] == int(hist.sum()) and info["routing"]["hot"] == int((~hist).sum())
     assert info["leakage_check"]["unmapped_hits"] == 0 and r.lake.check()["consistent"]
     # the plain cosine baseline on the same vectors does leak: the check can fail
-    plain = build_retriever("plain_cosine", {"_target_": "smartvector_bench.retrievers.plain_cosine.PlainCosine"})
+    plain = build_retriever("plain_cosine", {"_target_": "smartvector_bench.systems.plain_cosine.PlainCosine"})
     plain.index(corpus, emb.encode(corpus.texts), 0.0)
     assert _leaks(plain.search(emb.encode(queries.texts), queries.as_of, 10), corpus, queries)[0] > 0

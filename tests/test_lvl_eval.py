@@ -14,11 +14,11 @@ import pytest
 
 from experiments import lvl_eval
 from experiments.lvl_eval import CorpusMap, judge_queries, run, settings
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.errors import BenchError
-from smartvector_bench.lvl import Hit
-from smartvector_bench.updates import chunk_hash
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.livevectorlake import Hit
+from smartvector_bench.systems.updates import chunk_hash
 
 from .conftest import compose_config
 

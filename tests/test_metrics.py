@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from smartvector_bench.csr import Ragged
-from smartvector_bench.metrics import (bin_index, bootstrap_ci, bootstrap_mean_ci, correct_at_1, ece, in_sets,
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.metrics import (bin_index, bootstrap_ci, bootstrap_mean_ci, correct_at_1, ece, in_sets,
                                        mcnemar_exact, recall_at_k, reciprocal_rank)
 
 # ---------------------------------------------------------------- ranking

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from smartvector_bench.metrics import (bootstrap_ci, bootstrap_mean_ci, cluster_bootstrap_ci,
+from smartvector_bench.core.metrics import (bootstrap_ci, bootstrap_mean_ci, cluster_bootstrap_ci,
                                        cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
                                        paired_cluster_permutation_test)
 

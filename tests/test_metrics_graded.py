@@ -6,7 +6,7 @@ import random
 import ir_measures
 import pytest
 
-from smartvector_bench.metrics import ir_metrics, success_at_1
+from smartvector_bench.core.metrics import ir_metrics, success_at_1
 
 QRELS = {
     "q1": {"a": 2, "b": 1, "c": 0, "d": 1},

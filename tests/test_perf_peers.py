@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from smartvector_bench.perf.peers import (
+from smartvector_bench.tools.perf.peers import (
     bench_kg,
     bench_livevectorlake,
     historical,
@@ -16,16 +16,16 @@ from smartvector_bench.perf.peers import (
     lvl_index,
     serve_time_of,
 )
-from smartvector_bench.perf.ripple import (
+from smartvector_bench.tools.perf.ripple import (
     active_store,
     apply_to_columns,
     bench_ripple,
     depended_by_graph,
     sample_origins,
 )
-from smartvector_bench.perf.timing import Row
-from smartvector_bench.ripple import RippleParams, ripple
-from smartvector_bench.scale import scale_dataset
+from smartvector_bench.tools.perf.timing import Row
+from smartvector_bench.systems.smartvector.ripple import RippleParams, ripple
+from smartvector_bench.tools.scale import scale_dataset
 
 N_Q = 20
 
@@ -140,7 +140,7 @@ def test_kg_state_cache_sees_every_write(tiny):
     connection."""
     import sqlite3
 
-    from smartvector_bench.perf.peers import kg_index
+    from smartvector_bench.tools.perf.peers import kg_index
 
     r, _ = kg_index(tiny)
     try:

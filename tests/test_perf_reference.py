@@ -1,4 +1,4 @@
-"""smartvector_bench.perf.reference: smartvector-rag 0.1.1 at scale, side by side with our smartvector."""
+"""smartvector_bench.tools.perf.reference: smartvector-rag 0.1.1 at scale, side by side with our smartvector."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from smartvector_bench.embedding import HashingEmbedder
-from smartvector_bench.perf import reference as ref
-from smartvector_bench.scale import scale_dataset
+from smartvector_bench.core.embedding import HashingEmbedder
+from smartvector_bench.tools.perf import reference as ref
+from smartvector_bench.tools.scale import scale_dataset
 
 N, NQ, REPS, CONS = 300, 10, 2, 150
 
@@ -94,7 +94,7 @@ def test_store_counts_consistent(out, data):
 def test_patches_restored(out):
     from smartvector.consolidation import ConflictDetector, RelationshipBuilder
 
-    from smartvector_bench.retrievers import smartvector_ref as module
+    from smartvector_bench.systems import smartvector_ref as module
 
     assert ConflictDetector.detect_conflicts.__qualname__ == "ConflictDetector.detect_conflicts"
     assert RelationshipBuilder.build_relationships.__qualname__ == "RelationshipBuilder.build_relationships"

@@ -1,4 +1,4 @@
-"""The perf runner (smartvector_bench/perf/): summary statistics and ratios, the targets table, the files it
+"""The perf runner (smartvector_bench/tools/perf/): summary statistics and ratios, the targets table, the files it
 writes, and the CLI's bad-input path. Timing itself is never asserted (numbers go to results/perf/)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import sys
 import numpy as np
 import pytest
 
-from smartvector_bench.perf.runner import summary_rows, write_results
-from smartvector_bench.perf.targets import evaluate_targets, render_markdown
-from smartvector_bench.perf.timing import Row, repeat, rows, summarize
+from smartvector_bench.tools.perf.runner import summary_rows, write_results
+from smartvector_bench.tools.perf.targets import evaluate_targets, render_markdown
+from smartvector_bench.tools.perf.timing import Row, repeat, rows, summarize
 
 from .conftest import REPO
 
@@ -103,7 +103,7 @@ def test_markdown_handles_an_empty_run():
 
 def test_cli_bad_input_names_the_key_and_writes_nothing(tmp_path):
     out = tmp_path / "perf"
-    p = subprocess.run([sys.executable, "-m", "smartvector_bench.perf.cli", "bench_profile=quick",
+    p = subprocess.run([sys.executable, "-m", "smartvector_bench.tools.perf.cli", "bench_profile=quick",
                         f"out_dir={out}", "search.sizes=[0]"], capture_output=True, text=True, cwd=REPO, timeout=300)
     assert p.returncode == 2, p.stderr
     assert "n_vectors=0" in p.stderr

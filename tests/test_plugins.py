@@ -14,18 +14,19 @@ import pytest
 import yaml
 
 from experiments import main as main_experiment
-from smartvector_bench import CONF_DIR, discovery
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.retrievers.base import AuditsConsolidation, ChecksDataset, LiveStore, ReadsLabels, Retriever
-from smartvector_bench.validate import check_retrievers, chosen_systems
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.systems import discovery
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.systems.base import AuditsConsolidation, ChecksDataset, LiveStore, ReadsLabels, Retriever
+from smartvector_bench.tools.validate import check_retrievers, chosen_systems
 
 from .conftest import TINY, compose_config, run_cli, write_tiny
 
 PLUGIN = '''
 import numpy as np
-from smartvector_bench.run import Run
+from smartvector_bench.core.run import Run
 
 
 class NumpyCosine:
@@ -170,7 +171,7 @@ def test_unknown_and_bad_parameters(importable):
         build_retriever("my_ret", {"_target_": "my_ret.NumpyCosine", "bonus": "lots"})  # the class's own error
     with pytest.raises(BenchError, match=r"^retrievers\.plain_cosine\.foo: unknown parameter of PlainCosine; "
                                          r"allowed: none$"):
-        build_retriever("plain_cosine", {"_target_": "smartvector_bench.retrievers.plain_cosine.PlainCosine",
+        build_retriever("plain_cosine", {"_target_": "smartvector_bench.systems.plain_cosine.PlainCosine",
                                          "foo": 1})
     # a **params class checks its own keys, naming the configured system (a variant names itself)
     cfg = compose_config(["+retrievers.smartvector_soft.nope=1"])
@@ -194,7 +195,7 @@ def test_systems_all_picks_up_a_yaml_added_to_a_copy_of_conf(tmp_path, restore_a
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
     (conf / "retriever" / "aa_cosine.yaml").write_text(
-        "# @package retrievers.aa_cosine\n_target_: smartvector_bench.retrievers.plain_cosine.PlainCosine\n",
+        "# @package retrievers.aa_cosine\n_target_: smartvector_bench.systems.plain_cosine.PlainCosine\n",
         encoding="utf-8")
     found = discovery.on_search_path(str(conf))
     assert found == [*discovery.TABLE_ORDER, "aa_cosine"]  # the table order, then the new ones by name
@@ -295,7 +296,7 @@ def test_plugins_need_nothing_but_the_protocol():
             self.n = len(corpus)
 
         def search(self, query_vectors, as_of, k, texts=None, **labels):
-            from smartvector_bench.run import Run
+            from smartvector_bench.core.run import Run
             q = len(query_vectors)
             return Run(self.name, np.full((q, k), -1), np.full((q, k), np.nan), np.full(q, np.nan))
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from experiments.reembed_cost import run, settings
-from smartvector_bench.errors import BenchError
-from smartvector_bench.updates.edits import EDIT_TYPES
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.updates.edits import EDIT_TYPES
 
 from .conftest import TINY, compose_config
 
@@ -171,7 +171,7 @@ def _windows_dataset(path, metadata: bool = True):
 
 
 def test_documents_of_a_windows_layout_corpus(tmp_path):
-    from smartvector_bench.updates.edits import load_documents
+    from smartvector_bench.systems.updates.edits import load_documents
 
     docs = load_documents(_windows_dataset(tmp_path / "ds"))
     # the latest handbook is every chunk in force in March, in offset order; C keeps its January offset
@@ -191,7 +191,7 @@ def test_reembed_cost_refuses_a_dataset_without_doc_id_in_one_line(tmp_path, mon
     path = _windows_dataset(tmp_path / "ds", metadata=False)  # a plain BEIR folder
     cfg = compose_config(["embedder=hashing", "experiment=reembed_cost", "experiment.progress=false",
                           f"dataset.path={path}"])
-    from smartvector_bench.updates import store
+    from smartvector_bench.systems.updates import store
 
     def no_embedding(*a, **k):
         raise AssertionError("embedded before refusing")

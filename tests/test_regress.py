@@ -1,4 +1,4 @@
-"""The regression gate (smartvector_bench/regress.py) and the publisher (experiments/publish_results.py).
+"""The regression gate (smartvector_bench/tools/gate/regress.py) and the publisher (experiments/publish_results.py).
 
 Fast tests compare small runs made here (tiny dataset, hashing embedder) with ``--results-from``; the model test
 runs the real gate for ``main`` through the CLI against the committed results/expected.json."""
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from experiments import publish_results
-from smartvector_bench import regress
+from smartvector_bench.tools.gate import regress
 
 from .conftest import REPO, TINY, compose_config
 
@@ -236,7 +236,7 @@ def test_n_queries_off_by_one_breaks_invariants(results, capsys):
 def test_top1_disagreeing_with_the_ranked_lists_breaks_mrr_at_1(results, capsys):
     """Swap ranks 1 and 2 of a test query whose top-1 is relevant and whose rank 2 is not, in a run file;
     metrics.json is untouched."""
-    from smartvector_bench.dataset import load_dataset
+    from smartvector_bench.core.dataset import load_dataset
 
     ds = load_dataset(results / "main" / "dataset")
     relevant = {qid: {ds.corpus.ids[int(r)] for r in ds.queries.relevant.row(i)} for i, qid in enumerate(ds.queries.ids)}
@@ -525,7 +525,7 @@ def test_the_committed_results_pass_the_gate():
     itself (.ci/run), and rerunning main with the real model would add two minutes to `make test`."""
     if not (REPO / "results" / "expected.json").is_file():
         pytest.fail("results/expected.json is missing: run publish_results, then regress --write-expected")
-    r = subprocess.run([sys.executable, "-m", "smartvector_bench.regress", "--results-from", "results"], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "smartvector_bench.tools.gate.regress", "--results-from", "results"], cwd=REPO,
                        capture_output=True, text=True, timeout=600, check=False)
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
     summary = r.stdout.strip().splitlines()[-1]

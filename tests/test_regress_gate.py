@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench import regress, regress_sweeps
+from smartvector_bench.tools.gate import regress, sweeps as regress_sweeps
 
 from .conftest import REPO
 

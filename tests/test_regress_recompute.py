@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench import regress, regress_files
+from smartvector_bench.tools.gate import regress, files as regress_files
 
 from .conftest import REPO
 from .test_regress import _run_small, committed_fails
@@ -165,7 +165,7 @@ def test_a_run_file_stale_flag_edit_fails_naming_the_run_file(root):
 def test_a_changed_top1_id_changes_the_recomputed_stale_rate(root):
     """Put a stale chunk of a test query at rank 1 (flags and metrics.json untouched): the recomputation from the
     ids sees a stale top-1 that the stored stale_rate and the stale flag do not."""
-    from smartvector_bench.dataset import load_dataset
+    from smartvector_bench.core.dataset import load_dataset
 
     ds = load_dataset(root / "main" / "dataset")
     stale = {qid: [ds.corpus.ids[int(r)] for r in ds.queries.stale.row(i)] for i, qid in enumerate(ds.queries.ids)}
@@ -245,7 +245,7 @@ def test_brier_and_auroc_by_hand():
     assert regress.recompute_auroc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(0.875)
     assert regress.recompute_auroc([float("nan"), 0.3], [False, True]) == 1.0  # NaN counts as 0.0
     assert regress.recompute_auroc([0.2, 0.7], [True, True]) is None  # one class
-    from smartvector_bench.metrics import calibration  # the evaluator's module agrees on the same inputs
+    from smartvector_bench.core.metrics import calibration  # the evaluator's module agrees on the same inputs
 
     conf, ok = [0.9, 0.5, 0.5, 0.1, 0.7, 0.0], [True, True, False, False, False, True]
     assert regress.recompute_auroc(conf, ok) == pytest.approx(calibration.auroc(conf, ok))
@@ -312,7 +312,7 @@ def test_the_calibration_block_must_repeat_the_splits_raw_figures():
 
 def test_brier_auroc_and_calibration_in_a_metrics_file_are_checked(root):
     """A main run whose metrics.json gains the keys (as issue 14 will write them): recomputed and checked."""
-    from smartvector_bench.metrics import calibration
+    from smartvector_bench.core.metrics import calibration
 
     m = _metrics(root)
     for system in m["systems"]:
@@ -342,7 +342,7 @@ def test_brier_auroc_and_calibration_in_a_metrics_file_are_checked(root):
 
 
 def test_auroc_bounds_cover_every_order_that_rounding_hides():
-    from smartvector_bench.regress import auroc_bounds, recompute_auroc
+    from smartvector_bench.tools.gate.regress import auroc_bounds, recompute_auroc
 
     # full precision: the correct query is above the wrong one; the run file's 6 decimals tie them
     full = [0.1234561, 0.1234559, 0.9]

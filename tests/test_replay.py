@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.consolidation import ConsolidationAgent, ConsolidationParams
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Labels, Queries
-from smartvector_bench.labels import Timeline as FactTimeline
-from smartvector_bench.lifecycle import Status
-from smartvector_bench.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
-from smartvector_bench.store import VectorStore
+from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Labels, Queries
+from smartvector_bench.core.labels import Timeline as FactTimeline
+from smartvector_bench.systems.smartvector.lifecycle import Status
+from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
+from smartvector_bench.systems.smartvector.store import VectorStore
 
 from .test_store import Timeline, make_corpus
 

@@ -1,4 +1,4 @@
-"""smartvector_bench.results.load: a run folder (metrics.json), a sweep folder (tidy.csv) and the results folder
+"""smartvector_bench.core.results.load: a run folder (metrics.json), a sweep folder (tidy.csv) and the results folder
 as DataFrames, on the committed results/ and on a tiny hand-made run folder; anything else is a one-line
 BenchError."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smartvector_bench.errors import BenchError
-from smartvector_bench.results import RUN_COLUMNS, SOURCE, load
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.results import RUN_COLUMNS, SOURCE, load
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 SWEEPS = ("ablation", "contradiction_sweep", "half_life", "seeds", "tune")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench import provenance as prov
-from smartvector_bench.sweeps import resume
+from smartvector_bench.core import provenance as prov
+from smartvector_bench.tools.sweeps import resume
 
 from .conftest import TINY, write_tiny
 

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from smartvector_bench import CONF_DIR
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems import build_retriever
 
 INF = np.inf
 
@@ -76,7 +76,7 @@ CORPUS4 = vecs([1, 0, 0], [0.8, 0.6, 0], [0, 1, 0], [-1, 0, 0])
 
 
 def plain(vectors: np.ndarray):
-    r = build_retriever("plain_cosine", {"_target_": "smartvector_bench.retrievers.plain_cosine.PlainCosine"})
+    r = build_retriever("plain_cosine", {"_target_": "smartvector_bench.systems.plain_cosine.PlainCosine"})
     r.index(unrelated_corpus(len(vectors)), vectors, 0.0)
     return r
 
@@ -351,7 +351,7 @@ def test_smartvector_soft_is_smartvector_without_its_status_filter(tmp_path):
     import json
 
     from experiments.main import run as run_main
-    from smartvector_bench.dataset import load_dataset
+    from smartvector_bench.core.dataset import load_dataset
 
     from .conftest import TINY, compose_config
 

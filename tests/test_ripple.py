@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from smartvector_bench.csr import Ragged
-from smartvector_bench.ripple import RippleParams, apply_penalties, ripple
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_penalties, ripple
 
 P = RippleParams()
 

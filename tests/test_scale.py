@@ -1,4 +1,4 @@
-"""The scale profile: the default dataset multiplied by teams (smartvector_bench/scale.py).
+"""The scale profile: the default dataset multiplied by teams (smartvector_bench/tools/scale.py).
 
 Fast: synthetic vectors at N = 3,000 (12 blocks, the last one truncated to 162 rows); only the 258 + 138
 base texts go through the real MiniLM (cached in .cache/embeddings.sqlite).
@@ -11,14 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.errors import BenchError
-from smartvector_bench.scale import (
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.tools.scale import (
     DIM, REAL_LIMIT, REAL_STATS_3K, STAT_TOLERANCES, backward_order, load_base, scale_dataset, similarity_stats,
     within_tolerance,
 )
-from smartvector_bench.timeutil import from_days
+from smartvector_bench.core.timeutil import from_days
 
 N = 3000
 

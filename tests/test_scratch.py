@@ -1,4 +1,4 @@
-"""Scratch space under the run folder and clean termination (smartvector_bench/scratch.py): temp files of a job go
+"""Scratch space under the run folder and clean termination (smartvector_bench/core/scratch.py): temp files of a job go
 to ``<run>/.scratch`` and are removed at its end; SIGTERM stops a job through an exception (status ``failed``);
 a joblib sweep's workers die with their parent. The end-to-end tests kill real ``smartvector-bench`` processes."""
 
@@ -19,8 +19,8 @@ import pytest
 
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
-from smartvector_bench import scratch
-from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.core import scratch
+from smartvector_bench.systems import build_retriever
 
 from .conftest import BIN, REPO, TINY, compose_config
 
@@ -125,7 +125,7 @@ def test_watch_parent_needs_a_parent_outside_worker_processes():
 WATCHED_CHILD = r"""
 import os, sys, time
 from pathlib import Path
-from smartvector_bench import scratch
+from smartvector_bench.core import scratch
 out = Path(sys.argv[1])
 with scratch.job_scratch(out) as where:
     scratch.watch_parent(parent_pid=os.getppid(), interval=0.1)
@@ -170,8 +170,8 @@ def test_an_orphaned_worker_stops_cleanly(tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny():
-    from smartvector_bench.dataset import load_dataset
-    from smartvector_bench.embedding import build_embedder
+    from smartvector_bench.core.dataset import load_dataset
+    from smartvector_bench.core.embedding import build_embedder
 
     base = Path(tempfile.mkdtemp(prefix="svb-test-scratch-"))
     cfg = compose_config(TINY + ["embedder=hashing"])
@@ -217,14 +217,14 @@ def test_a_kept_lake_goes_to_the_system_temp_dir(tmp_path, tiny, monkeypatch):
 CLEANUP_CHILD = r"""
 import sys, tempfile
 import numpy as np
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.dataset import load_dataset
-from smartvector_bench.embedding import build_embedder
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.embedding import build_embedder
 ds = load_dataset(sys.argv[1])
 vecs = build_embedder({"kind": "hashing", "dim": 64, "cache_path": None}).encode(ds.corpus.texts)
 keep = []
-TARGETS = {"livevectorlake": "smartvector_bench.retrievers.livevectorlake.LiveVectorLakeRetriever",
-           "kg_smartvector": "smartvector_bench.retrievers.kg_smartvector.KGSmartVector"}
+TARGETS = {"livevectorlake": "smartvector_bench.systems.livevectorlake.retriever.LiveVectorLakeRetriever",
+           "kg_smartvector": "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector"}
 for system in ("livevectorlake", "kg_smartvector"):
     r = build_retriever(system, {"_target_": TARGETS[system]})
     r.index(ds.corpus, np.asarray(vecs), float(ds.queries.query_time.min()))

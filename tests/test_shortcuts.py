@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 from experiments.shortcut_audit import run as run_audit
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus, Labels, Queries, load_dataset
-from smartvector_bench.embedding import build_embedder
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.shortcuts import audit, learn_set
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus, Labels, Queries, load_dataset
+from smartvector_bench.core.embedding import build_embedder
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.core.shortcuts import audit, learn_set
 
 from .conftest import compose_config, write_tiny
 
@@ -72,7 +72,7 @@ def test_audit_baseline_is_the_valid_cosine_system(tmp_path):
     emb = build_embedder({"kind": "hashing", "dim": 64})
     cv, qv = emb.encode(ds.corpus.texts), emb.encode(ds.queries.texts)
     out = audit(qv @ cv.T, ds.corpus, ds.queries, ds.labels)
-    r = build_retriever("valid_cosine", {"_target_": "smartvector_bench.retrievers.valid_cosine.ValidCosine"})
+    r = build_retriever("valid_cosine", {"_target_": "smartvector_bench.systems.valid_cosine.ValidCosine"})
     r.index(ds.corpus, cv, 0.0)
     run = r.search(qv, ds.queries.as_of, 10)
     expected = ds.queries.relevant.contains(run.top1)
@@ -96,7 +96,7 @@ def test_experiment_writes_its_table(tmp_path):
 
 
 def test_an_external_dataset_or_an_unlabelled_profile_is_refused_in_one_line(tmp_path):
-    from smartvector_bench.errors import BenchError
+    from smartvector_bench.core.errors import BenchError
 
     base = ["experiment=shortcut_audit", "embedder=hashing", "experiment.seeds=[1]", "experiment.progress=false"]
     with pytest.raises(BenchError, match=rf"^dataset\.path={tmp_path}: experiment=shortcut_audit does not read a "

@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from smartvector_bench.errors import BenchError
-from smartvector_bench.signals.confidence import (ConfidenceParams, access_reinforced, decayed_confidence,
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.smartvector.signals.confidence import (ConfidenceParams, access_reinforced, decayed_confidence,
                                                   feedback_adjusted, is_dormant, live_confidence)
-from smartvector_bench.signals.fusion import Weights, fuse, weights_from_config
-from smartvector_bench.signals.relational import relational_signal
-from smartvector_bench.signals.temporal import temporal_signal
+from smartvector_bench.systems.smartvector.signals.fusion import Weights, fuse, weights_from_config
+from smartvector_bench.systems.smartvector.signals.relational import relational_signal
+from smartvector_bench.systems.smartvector.signals.temporal import temporal_signal
 
 INF = np.inf
 P = ConfidenceParams()

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
-from smartvector_bench import CONF_DIR
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.errors import BenchError
-from smartvector_bench.retrievers import build_retriever
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems import build_retriever
 
-from smartvector_bench.retrievers.smartvector_ref import (
+from smartvector_bench.systems.smartvector_ref import (
     PATCHED_MODULES,
     chunk_positions,
     frozen_clock,
@@ -62,7 +62,7 @@ def make_corpus(rows: list[dict]) -> Corpus:
     )
 
 
-REF_TARGET = "smartvector_bench.retrievers.smartvector_ref.SmartVectorRef"
+REF_TARGET = "smartvector_bench.systems.smartvector_ref.SmartVectorRef"
 
 
 def ref(**cfg):

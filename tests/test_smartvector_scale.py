@@ -13,13 +13,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from smartvector_bench.errors import BenchError
-from smartvector_bench.index import FlatIndex, HNSWIndex, build_index
-from smartvector_bench.retrievers.smartvector import (
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.index import FlatIndex, HNSWIndex, build_index
+from smartvector_bench.systems.smartvector.retriever import (
     SmartVector, dedupe_rows, metadata_bytes, rerank_agreement, top_k_by_key,
 )
-from smartvector_bench.run import rank_by_score
-from smartvector_bench.scale import scale_dataset
+from smartvector_bench.core.run import rank_by_score
+from smartvector_bench.tools.scale import scale_dataset
 
 from .conftest import compose_config
 
@@ -289,7 +289,7 @@ def test_metadata_bytes_accounts_columns_and_index(served, data):
 # -- prior candidates: block bounds, widening, fallback ------------------------------------------------------------
 
 def test_block_bounds_cover_every_member_and_top_bounds_equal_the_full_ranking(data, served):
-    from smartvector_bench.retrievers.smartvector import _Blocks
+    from smartvector_bench.systems.smartvector.retriever import _Blocks
 
     cols = served._columns()
     blocks = _Blocks.build(cols)

@@ -11,13 +11,13 @@ import math
 import numpy as np
 import pytest
 
-from smartvector_bench.consolidation import ConsolidationAgent, ConsolidationParams, ingest_until, summarize
-from smartvector_bench.csr import Ragged
-from smartvector_bench.dataset import Corpus
-from smartvector_bench.lifecycle import Status
-from smartvector_bench.ripple import RippleParams
-from smartvector_bench.signals.confidence import ConfidenceParams
-from smartvector_bench.store import StoreParams, VectorStore
+from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams, ingest_until, summarize
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.lifecycle import Status
+from smartvector_bench.systems.smartvector.ripple import RippleParams
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams
+from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
 
 INF = np.inf
 

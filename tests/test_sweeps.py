@@ -17,18 +17,18 @@ from omegaconf import OmegaConf
 
 from data_gen.params import params_from_config
 from experiments.main import chosen_systems
-from smartvector_bench import CONF_DIR
-from smartvector_bench.provenance import config_sha256, resume_key
-from smartvector_bench.retrievers import build_retriever
-from smartvector_bench.sweeps import MAX_DIRNAME, job_dirname, resume
-from smartvector_bench.sweeps.callback import CollectSweep, SweepFolderCollision
-from smartvector_bench.sweeps.collect import (
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.provenance import config_sha256, resume_key
+from smartvector_bench.systems import build_retriever
+from smartvector_bench.tools.sweeps import MAX_DIRNAME, job_dirname, resume
+from smartvector_bench.tools.sweeps.callback import CollectSweep, SweepFolderCollision
+from smartvector_bench.tools.sweeps.collect import (
     RESULT_COLUMNS,
     _mean_sd,
     folder_collisions,
     plan_jobs,
 )
-from smartvector_bench.sweeps.collect import run as collect_run
+from smartvector_bench.tools.sweeps.collect import run as collect_run
 
 from .conftest import TINY, compose_config
 

@@ -1,4 +1,4 @@
-"""TREC run and qrels export (smartvector_bench.run): the files are well-formed, and an outside tool
+"""TREC run and qrels export (smartvector_bench.core.run): the files are well-formed, and an outside tool
 (ir-measures reading the files) scores them to exactly the figures of metrics.json."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from ir_measures import RR, R, nDCG
 
 from experiments.main import run as run_main
-from smartvector_bench.dataset import SPLITS, load_dataset
-from smartvector_bench.errors import BenchError
-from smartvector_bench.evaluator import judge
-from smartvector_bench.run import (Run, qrels_trec_lines, read_run_jsonl, read_run_trec, trec_run_lines,
+from smartvector_bench.core.dataset import SPLITS, load_dataset
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.evaluator import judge
+from smartvector_bench.core.run import (Run, qrels_trec_lines, read_run_jsonl, read_run_trec, trec_run_lines,
                                    write_qrels_trec, write_run_trec)
 
 from .conftest import TINY, compose_config

@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from smartvector_bench.chunking import Chunk
-from smartvector_bench.errors import BenchError
-from smartvector_bench.updates import (
+from smartvector_bench.core.chunking import Chunk
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.updates import (
     STRATEGIES,
     Chunker,
     DocumentStore,
@@ -29,9 +29,9 @@ from smartvector_bench.updates import (
     rebuild,
     surgical,
 )
-from smartvector_bench.updates.edits import EDIT_TYPES, load_documents, make_edits
-from smartvector_bench.updates.store import compare, embed_texts
-from smartvector_bench.updates.surgical import affected_chunks, changed_ranges
+from smartvector_bench.systems.updates.edits import EDIT_TYPES, load_documents, make_edits
+from smartvector_bench.systems.updates.store import compare, embed_texts
+from smartvector_bench.systems.updates.surgical import affected_chunks, changed_ranges
 
 from .conftest import write_tiny
 
@@ -424,7 +424,7 @@ def test_paragraph_delete_never_removes_the_last_section():
                                        ({"revert": -1.0}, "must be a number >= 0"),
                                        ({"revert": 0.0}, "all weights are 0")])
 def test_bad_mix(mix, match):
-    from smartvector_bench.updates.edits import check_mix
+    from smartvector_bench.systems.updates.edits import check_mix
 
     with pytest.raises(BenchError, match=match):
         check_mix(mix, "experiment.mix")

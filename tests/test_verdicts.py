@@ -1,4 +1,4 @@
-"""The claims table's verdict rules (smartvector_bench/verdicts.py) on small synthetic per-query outcomes: every
+"""The claims table's verdict rules (smartvector_bench/core/verdicts.py) on small synthetic per-query outcomes: every
 branch of every rule (holds / partly / does not hold / not measured), with the exact verdict asserted.
 
 Outcomes are built so that the paired tests are clear-cut: "system X answers the first k of the 8 queries of
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smartvector_bench import verdicts as V
-from smartvector_bench.metrics.clustered import paired_cluster_permutation_test
+from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.metrics.clustered import paired_cluster_permutation_test
 
 N = 200          # sign patterns: the smallest p is 2 / 201 ~ 0.00995
 B = 200          # bootstrap resamples

@@ -11,7 +11,7 @@ import string
 import sys
 from itertools import product
 
-from smartvector_bench.chunking import chunk_sentences
+from smartvector_bench.core.chunking import chunk_sentences
 
 from .base import (FILLERS, MIN_COUNTS, MIN_VALUES, N_SCOPES, QUESTION_FIELDS, QUESTION_MAX, SECTION_MAX,
                    SECTION_MIN, SECTIONS, VALUE_SECTIONS, Topic)

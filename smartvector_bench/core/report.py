@@ -1,0 +1,202 @@
+"""Markdown tables from a metrics dict (the main table, the paper's claims beside ours, categories)."""
+
+from __future__ import annotations
+
+from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _pct_ci(m: dict, key: str) -> str:
+    lo, hi = m.get(f"{key}_ci") or [None, None]
+    if lo is None:
+        return _pct(m[key])
+    return f"{_pct(m[key])} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _num_ci(m: dict, key: str) -> str:
+    lo, hi = m.get(f"{key}_ci") or [None, None]
+    if m[key] is None:
+        return "-"
+    return f"{m[key]:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+
+
+def _p(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+# The main table's row order (conf/config.yaml's list); systems not listed follow, sorted. metrics.json is
+# written with sorted keys, so the order is not taken from it.
+SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_soft",
+                "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter",
+                "oracle")
+
+
+def ordered(names) -> list[str]:
+    rank = {n: i for i, n in enumerate(SYSTEM_ORDER)}
+    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
+
+
+SOFT_SUFFIX = "_soft"  # <system>_soft: the same system with its status filter off (conf/retriever/*_soft.yaml)
+CONSTRUCTION_METRICS = ("stale_rate", "rumor_rate")
+
+
+def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
+    """A figure the hard status filter makes 0: ``name``'s ``key`` is 0 where its soft variant's is not.
+    (Without a soft variant in the same run nothing is marked: the cause cannot be told apart.)"""
+    soft = metrics["systems"].get(name + SOFT_SUFFIX, {}).get(split)
+    mine = metrics["systems"][name][split].get(key)
+    return soft is not None and mine == 0 and (soft.get(key) or 0) > 0
+
+
+def _rate(metrics: dict, name: str, key: str, split: str) -> str:
+    if metrics.get("dataset", {}).get("labels") is False:
+        return "- (no labels)"  # the stale and rumour sets come from labels/: without them nothing is measured
+    text = _pct_ci(metrics["systems"][name][split], key)
+    return f"{text} (by construction)" if by_construction(metrics, name, key, split) else text
+
+
+def main_table(metrics: dict, split: str) -> str:
+    baseline = metrics["experiment"]["baseline"]
+    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | nDCG@10 | leakage@10 "
+            f"(historical) | n (families) | p vs {baseline}: McNemar / cluster permutation |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name in ordered(metrics["systems"]):
+        m = metrics["systems"][name][split]
+        hist = m["by_category"].get("historical", {}).get("leakage_at_10")
+        leak = "-" if m.get("leakage_at_10") is None else f"{_pct(m['leakage_at_10'])} ({_pct(hist)})"
+        tests = "-" if name == baseline else f"{_p(m['mcnemar_p'])} / {_p(m.get('permutation_p'))}"
+        rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_rate(metrics, name, 'stale_rate', split)} | "
+                    f"{_rate(metrics, name, 'rumor_rate', split)} | "
+                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
+                    f"{_num_ci(m, 'ndcg_at_10') if m.get('ndcg_at_10') is not None else '-'} | {leak} | "
+                    f"{m['n_queries']} ({m.get('n_families', '-')}) | {tests} |")
+    return "\n".join(rows)
+
+
+def calibration_table(metrics: dict) -> str:
+    """Test-split calibration: ECE, Brier and AUROC of the raw top-1 confidence, and ECE / Brier after each
+    map fitted on dev (``metrics["calibration"]``; "-" for results written before it existed)."""
+    cal = metrics.get("calibration") or {}
+    methods = sorted({m for per in cal.values() for m in per}, key=lambda m: (m != "platt", m))
+    head = "| system | ECE | Brier | AUROC (confidence vs correct) | " + " | ".join(
+        f"ECE after {m} | Brier after {m}" for m in methods) + " |"
+    rows = [head, "|---|---|---|---|" + "---|---|" * len(methods)]
+    for name in ordered(metrics["systems"]):
+        m = metrics["systems"][name]["test"]
+        cells = [_num_ci(m, "ece"), _num_ci(m, "brier") if m.get("brier") is not None else "-",
+                 _num_ci(m, "auroc") if m.get("auroc") is not None else "-"]
+        for meth in methods:
+            r = (cal.get(name) or {}).get(meth)
+            cells += ["-", "-"] if r is None else [
+                _num_ci(r, "ece_calibrated") if r.get("ece_calibrated") is not None else "-",
+                _num_ci(r, "brier_calibrated") if r.get("brier_calibrated") is not None else "-"]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def power_line(metrics: dict) -> str:
+    pw = metrics.get("power")
+    if not pw or pw.get("icc") is None:
+        return ""
+
+    def pts(x: float | None) -> str:
+        return "none (no increase is detectable)" if x is None else f"{100 * x:.1f} points"
+
+    return (f"Power ({pw['split']} split, {pw['n_queries']} queries in {pw['n_families']} families, intra-family "
+            f"correlation {pw['icc']:.2f} of {pw['reference_system']}'s top-1, design effect "
+            f"{pw['design_effect']:.2f}, {pw['n_effective']:.0f} effective queries): the minimum detectable top-1 "
+            f"difference at {100 * pw['power']:.0f}% power and alpha {pw['alpha']} is "
+            f"{pts(pw['mde_top1'])} over {pw['reference_system']} ({pts(pw['mde_top1_at_50'])} from a 50% baseline).")
+
+
+def claims_table(metrics: dict, split: str = "test") -> str:
+    rows = ["| system | metric | paper claims | ours (95% CI) |", "|---|---|---|---|"]
+    for name, claims in PAPER_MAIN_TABLE.items():
+        ours = metrics["systems"].get(name, {}).get(split)
+        for key, label in (("top1", "top-1 accuracy"), ("stale_rate", "stale rate"), ("ece", "ECE")):
+            claim = f"{claims[key]:.3f}" if key == "ece" else _pct(claims[key])
+            if ours is None:
+                got = "not run"
+            else:
+                got = _num_ci(ours, key) if key == "ece" else _pct_ci(ours, key)
+            rows.append(f"| {name} | {label} | {claim} | {got} |")
+    return "\n".join(rows)
+
+
+def category_table(metrics: dict, split: str) -> str:
+    cats = sorted({c for s in metrics["systems"].values() for c in s[split]["by_category"]})
+    rows = ["| system | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
+    for name in ordered(metrics["systems"]):
+        bc = metrics["systems"][name][split]["by_category"]
+        rows.append(f"| {name} | " + " | ".join(
+            f"{_pct(bc[c]['top1'])} (n={bc[c]['n_queries']})" if c in bc else "-" for c in cats) + " |")
+    return "\n".join(rows)
+
+
+def _notes(metrics: dict) -> list[str]:
+    """Lines about an external dataset: fields left to defaults, an assigned split, systems left out."""
+    d, out = metrics["dataset"], []
+    if d.get("defaulted_fields"):
+        out.append(f"Corpus fields not given (defaults used): {', '.join(d['defaulted_fields'])}.")
+    if d.get("split_assignment"):
+        a = d["split_assignment"]
+        out.append(f"Split assigned to {a['n_queries']} queries without one ({a['method']}; seed {a['seed']}, "
+                   f"{a['n_test']} in test).")
+    for name, why in (metrics.get("skipped_systems") or {}).items():
+        out.append(f"Not run: {why}.")
+    return [" ".join(out), ""] if out else []
+
+
+def render(metrics: dict) -> str:
+    d = metrics["dataset"]
+    parts = [
+        "# SmartVector benchmark: main table",
+        "",
+        f"Dataset `{d['name']}` seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries "
+        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. Intervals: 95% cluster bootstrap over "
+        "policy families. Paired tests on the same queries: exact McNemar (queries independent) and a cluster "
+        "sign-flip permutation test (families as the unit).",
+        "",
+        *_notes(metrics),
+        "## Test split (held out)",
+        "",
+        main_table(metrics, "test"),
+        "",
+        power_line(metrics),
+        "",
+        "## Calibration (test split; each map fitted on dev)",
+        "",
+        calibration_table(metrics),
+        "",
+        f"## The paper's claims beside ours (test split; paper: {PAPER_SETUP})",
+        "",
+        claims_table(metrics, "test"),
+        "",
+        "## Top-1 accuracy by query category (test split)",
+        "",
+        category_table(metrics, "test"),
+        "",
+        "## Dev split",
+        "",
+        main_table(metrics, "dev"),
+        "",
+        _provenance_line(metrics),
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def _provenance_line(metrics: dict) -> str:
+    p = metrics["provenance"]
+    git = p["git"]["sha"] or "unknown"
+    dirty = " (uncommitted changes)" if p["git"]["dirty"] else ""
+    pk = p["packages"]
+    return (f"Provenance: schema {metrics['schema_version']}, dataset sha256 {metrics['dataset']['sha256']}, "
+            f"seed {metrics['dataset']['seed']}, config sha256 {p['config_sha256'][:16]}, git {git[:12]}{dirty}, "
+            f"smartvector-bench {pk['smartvector-bench']}, faiss-cpu {pk['faiss-cpu']}, torch {pk['torch']}, "
+            f"sentence-transformers {pk['sentence-transformers']}, numpy {pk['numpy']}.")

@@ -1,0 +1,235 @@
+"""A Run is the boundary between retrieving and scoring (as in BEIR): saved runs can be re-scored later."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from smartvector_bench.core.dataset import Corpus, Queries
+
+
+@dataclass
+class Run:
+    """Ranked results of one system for a batch of queries, as corpus indices.
+
+    ``ranked[q, r]`` is the corpus index at rank ``r`` (-1 where the system returned fewer than k results),
+    ``scores`` the system's ranking score there (NaN for padding), ``confidence[q]`` the system's confidence
+    in its top hit, in [0, 1] (NaN when it returned nothing).
+    """
+
+    system: str
+    ranked: np.ndarray  # (Q, k) int64
+    scores: np.ndarray  # (Q, k) float64
+    confidence: np.ndarray  # (Q,) float64
+
+    def __post_init__(self) -> None:
+        assert self.ranked.shape == self.scores.shape and self.ranked.shape[0] == self.confidence.shape[0]
+
+    @property
+    def top1(self) -> np.ndarray:
+        return self.ranked[:, 0] if self.ranked.shape[1] else np.full(len(self.confidence), -1, dtype=np.int64)
+
+
+def rank_by_score(scores: np.ndarray, k: int, candidates: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k per row by descending score; ties go to the lower corpus index (a fixed, documented rule).
+
+    ``scores`` is (Q, C); ``candidates`` (Q, C) maps columns to corpus indices (default: column = index).
+    Rows may hold -inf for excluded entries; those are dropped (rank padded with -1 / NaN).
+    """
+    q, c = scores.shape
+    cand = np.broadcast_to(np.arange(c, dtype=np.int64), (q, c)) if candidates is None else candidates
+    # lexsort sorts by the last key first: score descending, then corpus index ascending.
+    order = np.lexsort((cand, -scores), axis=1)[:, :k]
+    ranked = np.take_along_axis(cand, order, axis=1).astype(np.int64)
+    top = np.take_along_axis(scores, order, axis=1).astype(np.float64)
+    dropped = ~np.isfinite(top)
+    ranked[dropped] = -1
+    top[dropped] = np.nan
+    if ranked.shape[1] < k:  # fewer candidates than k
+        pad = k - ranked.shape[1]
+        ranked = np.pad(ranked, ((0, 0), (0, pad)), constant_values=-1)
+        top = np.pad(top, ((0, 0), (0, pad)), constant_values=np.nan)
+    return ranked, top
+
+
+def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
+                    meta: dict, k: int = 10) -> None:
+    """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
+    packages), then one JSON line per query; ``judged`` holds the per-query ``correct``, ``stale``, ``rumor``. The
+    query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can be run from the file."""
+    from smartvector_bench.core.atomic import atomic_write_text
+
+    lines = [json.dumps({"_meta": {**meta, "system": run.system, "k": k}}, ensure_ascii=False, sort_keys=True)]
+    for i, qid in enumerate(queries.ids):
+        ranked = [corpus.ids[j] for j in run.ranked[i, :k] if j >= 0]
+        scores = [round(float(s), 6) for s in run.scores[i, : len(ranked)]]
+        conf = float(run.confidence[i])
+        lines.append(json.dumps({
+            "query_id": qid, "split": str(queries.split[i]), "category": str(queries.category[i]),
+            "family": None if queries.family[i] is None else str(queries.family[i]),
+            "ranked": ranked, "scores": scores, "confidence": None if np.isnan(conf) else round(conf, 6),
+            "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
+            "rumor": bool(judged["rumor"][i]),
+        }, ensure_ascii=False))
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, Run]:
+    """Load a saved run back (for re-scoring without re-running a model); rows are aligned to ``queries``."""
+    from smartvector_bench.core.errors import BenchError
+
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    if not lines or "_meta" not in (first := json.loads(lines[0])):
+        raise BenchError(f"{path}:1: expected a {{\"_meta\": ...}} header line")
+    meta = first["_meta"]
+    k = int(meta["k"])
+    row_of = {qid: i for i, qid in enumerate(queries.ids)}
+    ranked = np.full((len(queries), k), -1, dtype=np.int64)
+    scores = np.full((len(queries), k), np.nan)
+    confidence = np.full(len(queries), np.nan)
+    for lineno, line in enumerate(lines[1:], 2):
+        rec = json.loads(line)
+        if rec["query_id"] not in row_of:
+            raise BenchError(f"{path}:{lineno}: unknown query id {rec['query_id']!r}")
+        i = row_of[rec["query_id"]]
+        for r, (cid, sc) in enumerate(zip(rec["ranked"], rec["scores"])):
+            if cid not in corpus.index_of:
+                raise BenchError(f"{path}:{lineno}: unknown chunk id {cid!r}")
+            ranked[i, r], scores[i, r] = corpus.index_of[cid], sc
+        confidence[i] = np.nan if rec["confidence"] is None else rec["confidence"]
+    return meta, Run(meta["system"], ranked, scores, confidence)
+
+
+# ------------------------------------------------------------------------------------------------ TREC export
+#
+# Plain TREC files that trec_eval, ir-measures and ranx read as they are. They cannot carry a header or
+# comment lines (the tools reject them), so their provenance is the ``{"_meta": ...}`` line of the
+# ``run_<system>.jsonl`` beside them and the ``metrics.json`` of the same folder.
+
+TREC_SCORES = ("rank", "system")
+
+
+def _trec_token(value: str, what: str) -> str:
+    value = str(value)
+    if not value or any(ch.isspace() for ch in value):
+        raise ValueError(f"{what} {value!r} cannot be written to a TREC file: it must be non-empty, without "
+                         f"whitespace")
+    return value
+
+
+def _split_rows(queries: Queries, split: str | None) -> list[int]:
+    if split is None:
+        return list(range(len(queries)))
+    return [i for i in range(len(queries)) if str(queries.split[i]) == split]
+
+
+def trec_run_lines(run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag: str | None = None,
+                   split: str | None = None, score: str = "rank") -> list[str]:
+    """The run as TREC run lines ``qid Q0 docid rank score tag`` (no trailing newlines), queries in
+    ``queries`` order (only those of ``split`` when given), one line per returned hit of the first ``k``
+    (padding ``-1`` is skipped), ``rank`` from 1; ``tag`` defaults to ``run.system``.
+
+    Score convention (``score="rank"``, the default): a query with ``n`` hits gives its hit at rank ``r``
+    (1-based) the score ``n - r + 1``, i.e. ``n, n-1, ..., 1``: distinct and strictly decreasing. trec_eval,
+    pytrec_eval, ir-measures and ranx rank by score (trec_eval breaks ties by docid, descending), not by the
+    rank column, so the system's own scores would let them reorder our ties (ours go to the lower corpus
+    index, :func:`rank_by_score`; six-decimal rounding makes more) and any system whose order is not its
+    score order. These are the scores the evaluator itself hands ir-measures
+    (``metrics.graded._scored``: ``L - r`` for 0-based ``r``), so scoring this file with the qrels of
+    :func:`qrels_trec_lines` reproduces ``metrics.json``'s ``mrr_at_10`` (``RR@10``), ``recall_at_5``
+    (``R@5``) and ``ndcg_at_10`` (``nDCG@10``) exactly, provided queries without any hit count as 0
+    (they have no line: ``trec_eval -c``; ir-measures already scores a qrels query missing from the run 0).
+    ``score="system"`` writes the system's scores instead (rounded to 6 decimals, as in the JSONL run file),
+    for inspection only: tools may then see a different order than the one we evaluated.
+
+    A doc listed twice in one query keeps its first (best) line only: TREC tools keep one score per
+    (qid, docid). The evaluator counts the repeat as a non-relevant result at its rank, so such a run
+    would score differently (no bundled system returns repeats). Ids and the tag must be whitespace-free
+    (``ValueError`` otherwise).
+    """
+    if score not in TREC_SCORES:
+        raise ValueError(f"score must be one of {TREC_SCORES}, got {score!r}")
+    if run.ranked.shape[0] != len(queries):
+        raise ValueError(f"run {run.system!r} has {run.ranked.shape[0]} rows but there are {len(queries)} queries")
+    tag = _trec_token(run.system if tag is None else tag, "tag")
+    lines: list[str] = []
+    for i in _split_rows(queries, split):
+        qid = _trec_token(queries.ids[i], "query id")
+        seen: set[int] = set()
+        hits: list[tuple[int, float]] = []
+        for j, s in zip(run.ranked[i, :k], run.scores[i, :k]):
+            j = int(j)
+            if j < 0 or j in seen:
+                continue
+            seen.add(j)
+            hits.append((j, float(s)))
+        n = len(hits)
+        for r, (j, s) in enumerate(hits, 1):
+            if score == "rank":
+                value = str(n - r + 1)
+            else:
+                if not np.isfinite(s):
+                    raise ValueError(f"run {run.system!r}: query {qid!r} rank {r} has score {s}")
+                value = repr(round(s, 6))
+            lines.append(f"{qid} Q0 {_trec_token(corpus.ids[j], 'chunk id')} {r} {value} {tag}")
+    return lines
+
+
+def write_run_trec(path: Path, run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag: str | None = None,
+                   split: str | None = None, score: str = "rank") -> None:
+    """Write :func:`trec_run_lines` to ``path`` atomically (provenance: the JSONL run file and metrics.json)."""
+    from smartvector_bench.core.atomic import atomic_write_text
+
+    lines = trec_run_lines(run, queries, corpus, k=k, tag=tag, split=split, score=score)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def qrels_trec_lines(queries: Queries, corpus: Corpus, split: str | None = None) -> list[str]:
+    """The graded judgments as TREC qrels lines ``qid 0 docid grade``: every relevant chunk (grade >= 1) of
+    every query (of ``split`` when given), queries in ``queries`` order, best grade first. These are the
+    qrels the evaluator gives ir-measures; the dataset's grade-0 judgments are not kept by the loader and
+    change none of the measures (gain 0, never relevant)."""
+    lines: list[str] = []
+    for i in _split_rows(queries, split):
+        qid = _trec_token(queries.ids[i], "query id")
+        for c, g in zip(queries.relevant.row(i), queries.grades.row(i)):
+            lines.append(f"{qid} 0 {_trec_token(corpus.ids[int(c)], 'chunk id')} {int(g)}")
+    return lines
+
+
+def write_qrels_trec(path: Path, queries: Queries, corpus: Corpus, split: str | None = None) -> None:
+    """Write :func:`qrels_trec_lines` to ``path`` atomically."""
+    from smartvector_bench.core.atomic import atomic_write_text
+
+    atomic_write_text(path, "".join(line + "\n" for line in qrels_trec_lines(queries, corpus, split=split)))
+
+
+def read_run_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
+    """``{qid: [(docid, score), ...]}`` of a TREC run file, each list in its rank-column order (for
+    round-trips). Raises BenchError on a line without 6 columns, a non-numeric rank or score, or a
+    (qid, docid) or (qid, rank) given twice."""
+    from smartvector_bench.core.errors import BenchError
+
+    out: dict[str, list[tuple[int, str, float]]] = {}
+    seen: set[tuple[str, str]] = set()
+    ranks: set[tuple[str, int]] = set()
+    for lineno, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        cols = line.split()
+        if len(cols) != 6:
+            raise BenchError(f"{path}:{lineno}: expected 6 columns 'qid Q0 docid rank score tag', got {len(cols)}")
+        qid, _, docid, rank, value, _ = cols
+        try:
+            r, s = int(rank), float(value)
+        except ValueError:
+            raise BenchError(f"{path}:{lineno}: rank {rank!r} / score {value!r} is not a number") from None
+        if (qid, docid) in seen or (qid, r) in ranks:
+            raise BenchError(f"{path}:{lineno}: query {qid!r} lists doc {docid!r} or rank {r} twice")
+        seen.add((qid, docid))
+        ranks.add((qid, r))
+        out.setdefault(qid, []).append((r, docid, s))
+    return {qid: [(d, s) for _, d, s in sorted(rows)] for qid, rows in out.items()}

@@ -1,0 +1,112 @@
+"""The retriever protocol: index a corpus at a simulated time, then search query batches, each judged at
+its own ``as_of`` time.
+
+A system is any importable class whose instances satisfy :class:`Retriever` (a ``typing.Protocol``: nothing to
+inherit, nothing to register); ``conf/retriever/<name>.yaml`` names it with ``_target_`` and gives its
+parameters (smartvector_bench/systems/__init__.py builds it). The other protocols here are optional
+capabilities the experiments look for with ``isinstance``, never by peeking at attributes: a system that
+implements one gets the matching treatment, any other system is left alone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import numpy as np
+
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.run import Run
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent
+    from smartvector_bench.core.csr import Ragged
+    from smartvector_bench.systems.smartvector.signals.fusion import Weights
+    from smartvector_bench.systems.smartvector.store import VectorStore
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    name: str  # the configured name (``retrievers.<name>``) when ``__init__`` takes a ``name`` parameter
+
+    def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
+        """Ingest the corpus (vectors row-aligned with it) and prepare to serve from ``serve_time`` on
+        (simulated days; consolidation runs there)."""
+        ...
+
+    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
+               texts: list[str] | None = None, **labels) -> Run:
+        """Rank the corpus for each query; ``as_of[q]`` is the time the answer must hold at. ``texts`` are the
+        query texts, for systems that do not work on embeddings (e.g. keyword overlap). ``labels`` is empty
+        except for a system that is :class:`ReadsLabels` (the oracle, a ceiling): the harness passes it
+        ``query_family=``. Every other system must ignore unknown keyword arguments."""
+        ...
+
+    def describe(self) -> dict:
+        """What this system did beyond the config (e.g. consolidation summary), for metrics.json."""
+        ...
+
+
+@runtime_checkable
+class ChecksDataset(Protocol):
+    """Optional: a system that cannot run on every dataset says so before anything is embedded or run."""
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        """Raise :class:`~smartvector_bench.core.errors.BenchError` with one line naming the field or limit the
+        corpus lacks (``corpus.present`` lists the metadata fields the dataset gave). The harness adds the
+        dataset's path and the fix (drop the system from ``systems=``)."""
+        ...
+
+
+@runtime_checkable
+class ReadsLabels(Protocol):
+    """Optional, for ceilings only: a system that reads the ground-truth labels. The harness refuses a dataset
+    without ``labels/`` before anything is embedded, calls ``index_labels`` after ``index`` and passes
+    ``query_family=`` (aligned with the query batch) to ``search``. No real system can be one."""
+
+    def index_labels(self, chunk_family: np.ndarray, chunk_kind: np.ndarray | None = None) -> None:
+        """One family key and one kind (``statement``, ...) per corpus row, "" for none."""
+        ...
+
+
+@runtime_checkable
+class AuditsConsolidation(Protocol):
+    """Optional: a system whose consolidation passes verdicts on contradictions; experiment=main scores them
+    against the injected rumours (``system_info.<name>.contradiction_detection`` in metrics.json)."""
+
+    def contradiction_detection(self, rumor: Ragged) -> dict:
+        """How the verdicts line up with the rumour rows of each query (the dataset's truth, which the system
+        never saw): see :func:`smartvector_bench.systems.smartvector.audit.detection_quality`."""
+        ...
+
+
+@runtime_checkable
+class LiveStore(Protocol):
+    """Optional: a system serving from a store whose state changes while it serves (user feedback, accesses,
+    consolidation runs) and logs why. experiment=feedback_loop replays it; audit.py traces a vector's lineage
+    and explains a query's top hit from it."""
+
+    def bind_live(self, corpus: Corpus, vectors: np.ndarray) -> tuple[VectorStore, ConsolidationAgent]:
+        """Serve from a new, empty store and consolidation agent (nothing ingested yet) and return both: the
+        replay ingests, consolidates and gives feedback through them, and every later search sees it."""
+        ...
+
+    def live_state(self) -> tuple[VectorStore, ConsolidationAgent]:
+        """The store and consolidation agent searches are served from now."""
+        ...
+
+    def query_signals(self, query_vector: np.ndarray, as_of: float) -> tuple[np.ndarray, np.ndarray, dict, Weights]:
+        """For one query at ``as_of``: every vector's fused score and rank key (``-inf``: excluded), each (1, N),
+        its signals and status masks (``semantic``, ``temporal``, ``confidence``, ``relational``, ``dormant``,
+        ``deprecated``, ``archived``; each (1, N)) and the weights that fused them."""
+        ...
+
+
+def require_fields(system: str, corpus: Corpus, fields: tuple[str, ...], why: str) -> None:
+    """For ``check_dataset``: one line naming each of ``fields`` the dataset does not give on every chunk
+    (``corpus.present``), and what the system reads it for (``why``)."""
+    missing = [f for f in fields if f not in corpus.present]
+    if missing:
+        names = ", ".join(f"metadata.{f}" for f in missing)
+        raise BenchError(f"{system} needs {names} on every chunk ({why}); the dataset lacks "
+                         f"{'it' if len(missing) == 1 else 'them'}")

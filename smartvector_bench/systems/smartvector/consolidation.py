@@ -1,0 +1,510 @@
+"""The ConsolidationAgent (SmartVector paper, "Consolidation (Sleep-Time Replay)"), run on a VectorStore at
+simulated times: dormancy transitions, contradiction detection (``reference`` or ``semantic`` detector) and
+the majority-vote verdict, dependency edges (given and detected), ripple penalties from superseded or
+contradicted vectors, DEPRECATED -> ARCHIVED, UNCONSOLIDATED -> ACTIVE. Dependencies follow supersession:
+an edge to a superseded vector counts for the version in force.
+
+Differences from the reference implementation, on purpose: the verdict is applied (the loser gets one
+correction, i.e. one negative feedback) instead of only logged; the vote abstains on tied criteria instead of
+favouring the second vector; ARCHIVED is assigned; time is the simulated time, never the wall clock; each
+run looks at what changed since the previous run (pairs are judged once).
+
+``consolidate(corpus, at, params)`` is the frozen form used by the main table: ingest everything created by
+``at``, apply the supersessions in force, run the agent once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smartvector_bench.systems.smartvector.candidates import knn_pairs, orient, sorted_unique
+from smartvector_bench.core.csr import Ragged
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.detectors import (  # noqa: F401
+    ReferenceDetector,
+    SemanticDetector,
+    content_similarity,
+    jaccard_between,
+    jaccard_of,
+    jaccard_pairs,
+    word_sets_matrix,
+)
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.smartvector.lifecycle import Status
+from smartvector_bench.systems.smartvector.ripple import RippleParams, ripple  # noqa: F401  (ripple: the per-origin form of ripple_hits)
+from smartvector_bench.core.settings import choice
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
+from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
+
+
+@dataclass(frozen=True)
+class ConsolidationParams:
+    enabled: bool = True
+    detector: str = choice("reference", "semantic")
+    topic_threshold: float = 0.3  # reference: word Jaccard above this = same topic
+    content_threshold: float = 0.4  # reference: difflib ratio below this = different claim
+    similarity_threshold: float = 0.6  # semantic: cosine at least this = same subject
+    verdict: str = choice("demote", "log_only")  # demote: the loser gets one negative feedback; log_only: reference
+    tie_break: str = choice("authority", "recency")  # who wins a 1-1 vote
+    detect_dependencies: bool = True
+    dependency_threshold: float = 0.35  # word Jaccard: the lower-authority chunk depends on the higher one
+    transfer_dependencies: bool = True  # an edge to a superseded vector counts for its successor in force
+    ripple: RippleParams = field(default_factory=RippleParams)
+    # None: compare all pairs (new x pool). k: judge only pairs where one vector is among the other's k
+    # nearest neighbours by cosine (FAISS, over the corpus vectors); contradictions and dependency edges
+    # outside those pairs are missed (smartvector_bench/tools/perf/consolidation.py measures how many).
+    candidates: int | None = None
+    candidate_index: str = choice("ivf", "flat", "hnsw")  # ivf / hnsw: approximate kNN; flat: exact (quadratic)
+    # With candidates None: all pairs up to this many vectors, above it the ``auto_candidates`` nearest
+    # neighbours (None: all pairs at any size). All pairs holds an N x N product: about 8.6 GB at 10,000 vectors
+    # and 22 GB at 25,000 (results/perf); the default datasets (258 and 2,172 vectors) stay far below.
+    all_pairs_max: int | None = 5000
+    # k of the automatic candidate path: at 10,000 vectors k = 100 found all 37 contradictions of all pairs
+    # (k = 20 found none; results/perf/summary.csv, smartvector_ann_k*).
+    auto_candidates: int = 100
+
+    def __post_init__(self) -> None:
+        for key in ("candidates", "all_pairs_max"):
+            v = getattr(self, key)
+            if v is not None and (not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1):
+                raise BenchError(f"consolidation.{key}={v!r}: must be null or an integer >= 1")
+        v = self.auto_candidates
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+            raise BenchError(f"consolidation.auto_candidates={v!r}: must be an integer >= 1")
+
+    def candidates_for(self, n: int) -> int | None:
+        """The k of the candidate path for ``n`` vectors (None: all pairs): ``candidates`` when set, else
+        ``auto_candidates`` above ``all_pairs_max`` vectors."""
+        if self.candidates is not None:
+            return int(self.candidates)
+        if self.all_pairs_max is not None and n > self.all_pairs_max:
+            return int(self.auto_candidates)
+        return None
+
+
+def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedback_ratio: np.ndarray,
+            tie_break: str) -> tuple[int, int, int]:
+    """Majority vote of three (newer, higher authority, higher feedback ratio); a tied criterion abstains.
+
+    Returns (winner, loser, votes for the winner). A tied vote goes to ``tie_break``, then to the lower index.
+    """
+    a, b = min(a, b), max(a, b)  # the final fallback (lower index) must not depend on argument order
+    votes = {a: 0, b: 0}
+    for values in (created_at, authority, feedback_ratio):
+        if values[a] != values[b]:
+            votes[a if values[a] > values[b] else b] += 1
+    if votes[a] != votes[b]:
+        winner = a if votes[a] > votes[b] else b
+    else:
+        primary = authority if tie_break == "authority" else created_at
+        secondary = created_at if tie_break == "authority" else authority
+        winner = a
+        for values in (primary, secondary):
+            if values[a] != values[b]:
+                winner = a if values[a] > values[b] else b
+                break
+    loser = b if winner == a else a
+    return winner, loser, votes[winner]
+
+
+def edges_to_ragged(src: np.ndarray, dst: np.ndarray, n: int) -> Ragged:
+    """Unique directed edges (src depends on dst) as a Ragged over src, rows sorted; self-loops dropped."""
+    src, dst = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64)
+    if src.size:
+        key = sorted_unique(src * n + dst)  # the (src, dst) rows of np.unique(..., axis=0), as one int64 key
+        src, dst = key // n, key % n
+        keep = src != dst
+        src, dst = src[keep], dst[keep]
+    counts = np.bincount(src, minlength=n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    return Ragged(indptr, dst.astype(np.int64))
+
+
+def reverse(depends_on: Ragged) -> Ragged:
+    """depended_by from depends_on."""
+    return edges_to_ragged(depends_on.indices, depends_on.row_ids(), depends_on.n_rows)
+
+
+def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: float) -> np.ndarray:
+    """Follow supersession links while the successor is in force at ``at``; identity for the rest."""
+    out = np.arange(len(superseded_by))
+    for _ in range(len(superseded_by)):
+        nxt = superseded_by[out]
+        step = (nxt >= 0) & (valid_from[np.where(nxt >= 0, nxt, 0)] <= at)
+        if not step.any():
+            break
+        out = np.where(step, nxt, out)
+    return out
+
+
+def _edge_ids(rows: np.ndarray, n: int) -> np.ndarray:
+    """Edge endpoints as kept by the agent: int32 while row numbers fit (half the memory of int64; every
+    reader widens them back, ``edges_to_ragged``)."""
+    return np.asarray(rows, dtype=np.int32 if n < 2**31 else np.int64)
+
+
+class ConsolidationAgent:
+    def __init__(self, corpus: Corpus, params: ConsolidationParams, vectors: np.ndarray | None = None):
+        self.corpus = corpus
+        self.p = params
+        if params.detector == "semantic":
+            if vectors is None:
+                raise ValueError("the semantic detector needs the corpus embeddings")
+            self.detector = SemanticDetector(corpus, vectors, params.similarity_threshold)
+        else:
+            self.detector = ReferenceDetector(corpus, params.topic_threshold, params.content_threshold)
+        self.words = self.detector.words if params.detector == "reference" else word_sets_matrix(corpus.texts)
+        self.src: list[np.ndarray] = []  # dependency edges, as found (before transfer)
+        self.dst: list[np.ndarray] = []
+        self.judged: set[tuple[int, int]] = set()
+        self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
+        self.last_run: float | None = None
+        self.edges_seen: set[int] = set()
+        # k of the candidate path (None: all pairs); above all_pairs_max vectors it is chosen automatically
+        self.k = params.candidates_for(len(corpus))
+        if self.k is not None and vectors is None:
+            raise ValueError(f"consolidation.candidates needs the corpus embeddings (vectors=None; k={self.k} for "
+                             f"{len(corpus)} vectors, all_pairs_max={params.all_pairs_max})")
+        self.vectors = vectors
+        self._candidates: tuple[np.ndarray, np.ndarray] | None = None
+        self.timings: dict[str, float] = {}  # seconds of the last run's phases
+
+    def candidate_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """The k-nearest-neighbour pairs (i < j) over the corpus vectors, computed once."""
+        if self._candidates is None:
+            self._candidates = knn_pairs(self.vectors, int(self.k), self.p.candidate_index)
+        return self._candidates
+
+    # -- edges -----------------------------------------------------------------------------------------------
+    def raw_edges(self) -> Ragged:
+        src = np.concatenate(self.src) if self.src else np.zeros(0, dtype=np.int64)
+        dst = np.concatenate(self.dst) if self.dst else np.zeros(0, dtype=np.int64)
+        return edges_to_ragged(src, dst, len(self.corpus))
+
+    def depends_on(self, at: float) -> Ragged:
+        """Edges as they count at ``at``: transferred to the version in force when configured."""
+        raw = self.raw_edges()
+        if not (self.p.enabled and self.p.transfer_dependencies):
+            return raw
+        succ = latest_successor(self.corpus.superseded_by(), self.corpus.valid_from, at)
+        return edges_to_ragged(succ[raw.row_ids()], succ[raw.indices], len(self.corpus))
+
+    def edge_count(self, at: float) -> np.ndarray:
+        deps = self.depends_on(at)
+        return deps.counts() + reverse(deps).counts()
+
+    # -- one run ---------------------------------------------------------------------------------------------
+    def run(self, store: VectorStore, t: float) -> None:
+        c = self.corpus
+        pending = np.array(sorted(store.pending), dtype=np.int64)
+        store.pending.clear()
+        fresh = np.array([i for i in pending.tolist() if i not in self.edges_seen], dtype=np.int64)
+        self.edges_seen.update(fresh.tolist())  # edges are looked for once per vector, when it first arrives
+        previous, self.last_run = self.last_run, t
+        if not self.p.enabled:
+            self._add_given_edges(fresh)
+            return
+        in_force = store.in_force()
+
+        # Contradictions between what changed and what is in force.
+        timings = self.timings = {}
+        if self.k is not None:
+            t0 = time.perf_counter()
+            lo, hi = self.candidate_pairs()
+            timings["candidates_s"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        origins: set[int] = set()
+        new = pending[in_force[pending]] if len(pending) else pending
+        if self.k is None:
+            found = self.detector.pairs(new, np.nonzero(in_force)[0])
+        else:
+            found = self.detector.pairs_from(*orient(lo, hi, new, in_force, len(c)))
+        for a, b, detail in found:
+            if (a, b) in self.judged:
+                continue
+            self.judged.add((a, b))
+            winner, loser, votes = resolve(a, b, c.created_at, c.authority, store.feedback_ratio(), self.p.tie_break)
+            self.contradictions.append((winner, loser, votes))
+            store.log(t, "contradiction", loser, winner, detector=self.detector.name, votes_for_winner=votes,
+                      applied=self.p.verdict == "demote", **detail)
+            if self.p.verdict == "demote":
+                store.feedback(loser, False, t, cause=f"verdict: contradicted by {c.ids[winner]}")
+                origins.add(loser)
+
+        timings["contradictions_s"] = time.perf_counter() - t0
+
+        # Dependency edges: the corpus's own, plus detected ones between different documents.
+        t0 = time.perf_counter()
+        self._add_given_edges(fresh)
+        if self.p.detect_dependencies and len(fresh):
+            ingested = store.ingested()
+            if self.k is None:
+                i, j, _ = jaccard_between(self.words, fresh, np.nonzero(ingested)[0], self.p.dependency_threshold)
+                keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
+            else:  # candidate pairs with one end fresh and the other ingested, each once
+                i, j = orient(lo, hi, fresh, ingested, len(c))
+                keep = (jaccard_of(self.words, i, j) > self.p.dependency_threshold) & (c.doc_id[i] != c.doc_id[j])
+            i, j = i[keep], j[keep]
+            ai, aj = c.authority[i], c.authority[j]
+            # The lower-authority chunk depends on the higher one; on equal authority the newer on the older
+            # (then the later corpus row on the earlier).
+            ci, cj = c.created_at[i], c.created_at[j]
+            i_depends = (ai < aj) | ((ai == aj) & ((ci > cj) | ((ci == cj) & (i > j))))
+            src, dst = np.where(i_depends, i, j), np.where(i_depends, j, i)
+            self.src.append(_edge_ids(src, len(c)))
+            self.dst.append(_edge_ids(dst, len(c)))
+            store.events.add_columns(len(src), time=float(t), kind="dependency_detected", vector=src, cause=dst)
+        timings["edges_s"] = time.perf_counter() - t0
+
+        # Ripple from every vector superseded since the last run, and from every demoted loser, to whoever
+        # depended on it: by the edges as given, as they counted at the previous run (before this supersession
+        # moved them on) and as they count now.
+        t0 = time.perf_counter()
+        origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
+        if origins:
+            views = [self.raw_edges(), self.depends_on(t)]
+            if previous is not None:
+                views.append(self.depends_on(previous))
+            src = np.concatenate([v.row_ids() for v in views])
+            dst = np.concatenate([v.indices for v in views])
+            depended_by = reverse(edges_to_ragged(src, dst, len(c)))
+            skip = ~store.in_force()
+            hits = ripple_hits(depended_by, np.array(sorted(origins), dtype=np.int64), self.p.ripple, skip)
+            apply_ripple(store, hits, t, self.p.ripple.floor)
+
+        timings["ripple_s"] = time.perf_counter() - t0
+
+        # Dormancy after this run's verdicts and ripples; then DEPRECATED -> ARCHIVED after the grace period,
+        # and UNCONSOLIDATED -> ACTIVE.
+        self._dormancy(store, t, store.in_force())
+        due = (store.status == Status.DEPRECATED) & (store.deprecated_at <= t - store.params.archive_after_days)
+        for i in np.nonzero(due)[0]:
+            store.archive(int(i), t)
+        store.set_statuses(np.nonzero(store.status == Status.UNCONSOLIDATED)[0], Status.ACTIVE, t, "consolidated")
+
+    def _add_given_edges(self, pending: np.ndarray) -> None:
+        """The corpus's own edges of ``pending`` vectors (one gather; the edge arrays as the per-vector loop
+        would concatenate them)."""
+        deps = self.corpus.depends_on
+        pending = np.asarray(pending, dtype=np.int64)
+        if not len(pending):
+            return
+        counts = deps.counts()[pending]
+        if not counts.sum():
+            return
+        src = np.repeat(pending, counts)
+        starts = np.repeat(deps.indptr[pending] - np.cumsum(counts) + counts, counts)
+        dst = deps.indices[starts + np.arange(len(src))]
+        self.src.append(_edge_ids(src, len(self.corpus)))
+        self.dst.append(_edge_ids(dst, len(self.corpus)))
+
+    def _dormancy(self, store: VectorStore, t: float, in_force: np.ndarray) -> None:
+        conf = store.live_confidence(np.array([t]))[0]
+        low = conf < store.conf.dormant_threshold
+        awake = (store.status == Status.ACTIVE) | (store.status == Status.UNCONSOLIDATED)
+        for i in np.nonzero(in_force & awake & low)[0]:
+            store.set_status(int(i), Status.DORMANT, t, f"decay: confidence {conf[i]:.3f} below threshold")
+        for i in np.nonzero((store.status == Status.DORMANT) & ~low)[0]:
+            store.set_status(int(i), Status.ACTIVE, t, f"revived: confidence {conf[i]:.3f}")
+
+
+# -- ripple, vectorised over origins --------------------------------------------------------------------------
+
+@dataclass
+class RippleHits:
+    """Every (origin, vector, depth, penalty) the sequential loop ``for origin in origins: ripple(...)`` would
+    produce, in its order, as columns."""
+
+    origin: np.ndarray
+    vector: np.ndarray
+    depth: np.ndarray
+    penalty: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.vector)
+
+
+def ripple_hits(depended_by: Ragged, origins: np.ndarray, p: RippleParams, skip: np.ndarray | None = None,
+                ) -> RippleHits:
+    """:func:`ripple` for each of ``origins`` (in that order), breadth-first level by level over all origins
+    at once: the same hits in the same order (per origin: by depth, then first reached)."""
+    origins = np.asarray(origins, dtype=np.int64)
+    n = depended_by.n_rows
+    counts, indptr, indices = depended_by.counts(), depended_by.indptr, depended_by.indices
+    owner = np.arange(len(origins), dtype=np.int64)  # rank of the origin a frontier entry belongs to
+    frontier = origins.copy()
+    visited = np.sort(owner * n + origins)
+    parts = []
+    for depth in range(1, p.max_depth + 1):
+        if not len(frontier):
+            break
+        cnt = counts[frontier]
+        own = np.repeat(owner, cnt)
+        starts = np.repeat(indptr[frontier] - np.cumsum(cnt) + cnt, cnt)
+        d = indices[starts + np.arange(len(own))]
+        key = own * n + d
+        at = np.minimum(np.searchsorted(visited, key), len(visited) - 1)
+        ok = visited[at] != key  # not visited yet (visited is sorted)
+        if skip is not None:
+            ok &= ~skip[d]
+        pos = np.nonzero(ok)[0]
+        order = np.argsort(key[pos], kind="stable")
+        ks = key[pos][order]
+        first = order[np.r_[True, ks[1:] != ks[:-1]]] if len(ks) else order
+        pos = pos[np.sort(first)]  # first time each (origin, vector) is reached, in scan order
+        owner, frontier = own[pos], d[pos]
+        visited = np.sort(np.concatenate([visited, owner * n + frontier]))
+        parts.append((owner, frontier, np.full(len(pos), depth, dtype=np.int64)))
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return RippleHits(empty, empty, empty, np.zeros(0))
+    own = np.concatenate([x[0] for x in parts])
+    vec = np.concatenate([x[1] for x in parts])
+    dep = np.concatenate([x[2] for x in parts])
+    order = np.argsort(own, kind="stable")  # origin order, then depth, then scan order
+    own, vec, dep = own[order], vec[order], dep[order]
+    return RippleHits(origins[own], vec, dep, p.penalty / dep.astype(np.float64))
+
+
+def round6(x: np.ndarray) -> list[float]:
+    """``[round(v, 6) for v in x]`` (Python's correctly rounded round) for finite |x| <= 1e3, vectorised:
+    ``rint(x * 1e6) / 1e6`` is the same float unless the product lies near a half (its rounding error is
+    < 1e-9 there), where Python's round is called."""
+    x = np.asarray(x, dtype=np.float64)
+    scaled = x * 1e6
+    frac = np.abs(scaled - np.floor(scaled) - 0.5)
+    slow = ~((frac > 1e-6) & (np.abs(x) <= 1e3))
+    out = (np.rint(scaled) / 1e6).tolist()
+    for i in np.nonzero(slow)[0].tolist():
+        out[i] = round(float(x[i]), 6)
+    return out
+
+
+def apply_ripple(store: VectorStore, hits: RippleHits, t: float, floor: float) -> None:
+    """``store.penalize(v, pen, origin, depth, t, floor)`` for every hit in order, computed column-wise: each
+    vector's penalties are applied in sequence (round r applies every vector's r-th hit), with the same
+    float64 operations, so state, ledger and events equal the per-hit loop's."""
+    m = len(hits)
+    if not m:
+        return
+    vec = hits.vector
+    order = np.argsort(vec, kind="stable")
+    group_start = np.zeros(m, dtype=np.int64)
+    new_group = np.r_[True, vec[order][1:] != vec[order][:-1]]
+    group_start[new_group] = np.nonzero(new_group)[0]
+    np.maximum.accumulate(group_start, out=group_start)
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m) - group_start
+    by_round = np.lexsort((vec, rank))
+    bounds = np.searchsorted(rank[by_round], np.arange(rank.max() + 2))
+    before, after, applied = np.empty(m), np.empty(m), np.empty(m)
+    authority = store.corpus.authority
+    decay_from = store.decay_from()
+    at = np.array([t], dtype=np.float64)
+
+    def conf(v: np.ndarray) -> np.ndarray:
+        return live_confidence(authority[v] - store.penalty[v], decay_from[v], at, store.positive[v],
+                               store.negative[v], store.access[v], store.conf)[0]
+
+    for r in range(len(bounds) - 1):
+        idx = by_round[bounds[r]:bounds[r + 1]]
+        v = vec[idx]  # distinct within a round
+        base = authority[v] - store.penalty[v]
+        before[idx] = conf(v)
+        app = np.where(base > floor, base - np.maximum(floor, base - hits.penalty[idx]), 0.0)
+        applied[idx] = app
+        store.penalty[v] += app
+        after[idx] = conf(v)
+    t = float(t)
+    store.events.add_columns(m, time=t, kind="ripple", vector=vec, cause=hits.origin,
+                             confidence_before=np.array(round6(before)), confidence_after=np.array(round6(after)),
+                             depth=hits.depth, penalty=hits.penalty, applied=np.array(round6(applied)))
+    store.penalties.add_columns(m, vector=vec, origin=hits.origin, depth=hits.depth, applied=applied, time=t,
+                                lifted_at=None)
+
+
+# -- the frozen form ---------------------------------------------------------------------------------------------
+
+@dataclass
+class ConsolidationResult:
+    store: VectorStore
+    agent: ConsolidationAgent
+    at: float
+
+    @property
+    def base_confidence(self) -> np.ndarray:
+        return self.store.base_confidence
+
+    @property
+    def negative_feedback(self) -> np.ndarray:
+        return self.store.negative
+
+    @property
+    def depends_on(self) -> Ragged:
+        return self.agent.depends_on(self.at)
+
+    @property
+    def edge_count(self) -> np.ndarray:
+        return self.agent.edge_count(self.at)
+
+    @property
+    def contradictions(self) -> list[tuple[int, int, int]]:
+        return self.agent.contradictions
+
+    @property
+    def events(self) -> list[dict]:
+        """What consolidation did (ingest and status bookkeeping left out)."""
+        return [e for e in self.store.events if e["kind"] in CONSOLIDATION_EVENTS]
+
+    def summary(self) -> dict:
+        return summarize(self.store, self.agent)
+
+
+CONSOLIDATION_EVENTS = ("contradiction", "dependency_detected", "ripple")
+
+
+def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
+    """Counts of what consolidation did, and the edges as they count after the agent's last run."""
+    kinds = {k: n for k, n in store.events.count("kind").items() if k in CONSOLIDATION_EVENTS}
+    at = agent.last_run if agent.last_run is not None else -np.inf
+    out = {"contradictions": len(agent.contradictions), "edges": int(agent.depends_on(at).indices.size),
+           "events": dict(sorted(kinds.items()))}
+    if agent.k is not None and agent.p.candidates is None:  # switched to candidate pairs by size
+        out["auto_candidates"] = {"k": agent.k, "n_vectors": len(agent.corpus), "all_pairs_max": agent.p.all_pairs_max}
+    return out
+
+
+def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
+    """Ingest vectors created in (since, at] and apply supersessions taking effect then, in time order."""
+    c = store.corpus
+    events: list[tuple[float, int, int, int]] = []  # (time, order, kind, vector): ingest before supersede
+    for i in np.nonzero((c.created_at > since) & (c.created_at <= at))[0]:
+        events.append((float(c.created_at[i]), 0, 0, int(i)))
+    succ = store.superseded_by
+    for old in np.nonzero(succ >= 0)[0]:
+        t = float(c.valid_from[succ[old]])
+        if since < t <= at:
+            events.append((t, 1, 1, int(old)))
+    for t, _, kind, i in sorted(events):
+        if kind == 0:
+            store.ingest(i, t)
+        else:
+            store.supersede(i, int(succ[i]), t)
+
+
+def consolidate(corpus: Corpus, at: float, params: ConsolidationParams, vectors: np.ndarray | None = None,
+                conf: ConfidenceParams | None = None, store_params: StoreParams | None = None) -> ConsolidationResult:
+    """Everything created by ``at`` ingested, supersessions in force applied, one consolidation run at ``at``."""
+    t0 = time.perf_counter()
+    store = VectorStore(corpus, conf or ConfidenceParams(), store_params or StoreParams())
+    ingest_until(store, at)
+    t1 = time.perf_counter()
+    agent = ConsolidationAgent(corpus, params, vectors)
+    t2 = time.perf_counter()
+    agent.run(store, at)
+    agent.timings.update(ingest_s=t1 - t0, setup_s=t2 - t1)  # setup: word sets (and the detector's tables)
+    return ConsolidationResult(store, agent, at)

@@ -1,0 +1,162 @@
+"""The living SmartVector store: columnar state per vector plus an append-only event log.
+
+Everything that changes a vector's confidence or status goes through a method here, and every such change
+is logged with its simulated time and its cause, so any vector's lineage can be rebuilt (``audit.lineage``).
+Live confidence is never stored: it is a pure function of this state and a time (``live_confidence``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.eventlog import ColumnLog
+from smartvector_bench.systems.smartvector.lifecycle import Status
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
+
+
+@dataclass(frozen=True)
+class StoreParams:
+    """Lifecycle choices that are not confidence-formula constants."""
+
+    validation_resets_decay: bool = True  # a confirmation restarts the Ebbinghaus clock (the reference ignores it)
+    lift_penalties_on_validation: bool = False  # ripple penalties are permanent (reference) or lifted
+    archive_after_days: float = 30.0  # DEPRECATED -> ARCHIVED this long after supersession
+    POSITIVE: ClassVar[tuple[str, ...]] = ()
+
+
+@dataclass
+class VectorStore:
+    corpus: Corpus
+    conf: ConfidenceParams = field(default_factory=ConfidenceParams)
+    params: StoreParams = field(default_factory=StoreParams)
+
+    def __post_init__(self) -> None:
+        n = len(self.corpus)
+        self.ingested_at = np.full(n, np.inf)
+        self.status = np.full(n, -1, dtype=np.int8)  # -1: not ingested yet
+        self.positive = np.zeros(n)
+        self.negative = np.zeros(n)
+        self.access = np.zeros(n)
+        self.last_validated = np.full(n, -np.inf)
+        self.penalty = np.zeros(n)  # sum of active (not lifted) ripple reductions of base confidence
+        self.deprecated_at = np.full(n, np.inf)
+        self.archived_at = np.full(n, np.inf)
+        self.superseded_by = self.corpus.superseded_by()
+        self.events = ColumnLog()  # list-like; bulk writers add columnar batches (eventlog.py)
+        self.penalties = ColumnLog(nullable=("lifted_at",))  # ledger: vector, origin, depth, applied, time, lifted_at
+        self.pending: set[int] = set()  # changed since the last consolidation run
+
+    # -- derived state -----------------------------------------------------------------------------------------
+    @property
+    def base_confidence(self) -> np.ndarray:
+        """Source authority minus the active ripple penalties."""
+        return self.corpus.authority - self.penalty
+
+    def decay_from(self) -> np.ndarray:
+        if self.params.validation_resets_decay:
+            return np.maximum(self.corpus.created_at, self.last_validated)
+        return self.corpus.created_at
+
+    def live_confidence(self, as_of: np.ndarray) -> np.ndarray:
+        """C(v, t) for every vector, (Q, N)."""
+        return live_confidence(self.base_confidence, self.decay_from(), np.asarray(as_of, dtype=np.float64),
+                               self.positive, self.negative, self.access, self.conf)
+
+    def confidence_at(self, i: int, t: float) -> float:
+        c = live_confidence(self.base_confidence[i:i + 1], self.decay_from()[i:i + 1], np.array([t]),
+                            self.positive[i:i + 1], self.negative[i:i + 1], self.access[i:i + 1], self.conf)
+        return float(c[0, 0])
+
+    def ingested(self, t: float | None = None) -> np.ndarray:
+        return self.status >= 0 if t is None else self.ingested_at <= t
+
+    def in_force(self) -> np.ndarray:
+        """Ingested, not superseded, not archived."""
+        return (self.status >= 0) & (self.status != Status.DEPRECATED) & (self.status != Status.ARCHIVED)
+
+    def feedback_ratio(self) -> np.ndarray:
+        total = self.positive + self.negative
+        return np.where(total > 0, self.positive / np.where(total > 0, total, 1), 0.5)
+
+    # -- logging -----------------------------------------------------------------------------------------------
+    def log(self, t: float, kind: str, vector: int, cause: str | int | None, **detail) -> None:
+        self.events.append({"time": float(t), "kind": kind, "vector": int(vector),
+                            "cause": cause if not isinstance(cause, (np.integer,)) else int(cause), **detail})
+
+    def _confidence_change(self, i: int, t: float, kind: str, cause, mutate, **detail) -> None:
+        before = self.confidence_at(i, t)
+        mutate()
+        self.log(t, kind, i, cause, confidence_before=round(before, 6),
+                 confidence_after=round(self.confidence_at(i, t), 6), **detail)
+
+    def set_statuses(self, rows: np.ndarray, status: Status, t: float, cause: str) -> None:
+        """``set_status`` for each of ``rows`` in order (one columnar batch of events)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        old = self.status[rows]
+        rows = rows[old != status]
+        if not len(rows):
+            return
+        old = self.status[rows]
+        self.status[rows] = status
+        names = {s.value: s.name for s in Status}
+        self.events.add_columns(len(rows), time=float(t), kind="status", vector=rows, cause=cause,
+                                old=[None if o < 0 else names[o] for o in old.tolist()], new=Status(status).name)
+
+    def set_status(self, i: int, status: Status, t: float, cause: str) -> None:
+        old = int(self.status[i])
+        if old == status:
+            return
+        self.status[i] = status
+        self.log(t, "status", i, cause, old=None if old < 0 else Status(old).name, new=Status(status).name)
+
+    # -- state changes -----------------------------------------------------------------------------------------
+    def ingest(self, i: int, t: float) -> None:
+        self.ingested_at[i] = t
+        self.set_status(i, Status.UNCONSOLIDATED, t, "ingested")
+        self.pending.add(int(i))
+
+    def supersede(self, old: int, new: int, t: float) -> None:
+        """``new`` takes effect at ``t``: ``old`` is DEPRECATED (kept, searchable for earlier as-of times)."""
+        self.deprecated_at[old] = t
+        self.set_status(old, Status.DEPRECATED, t, f"superseded by {self.corpus.ids[new]}")
+        self.pending.add(int(old))
+
+    def archive(self, i: int, t: float) -> None:
+        self.archived_at[i] = t
+        self.set_status(i, Status.ARCHIVED, t, "deprecated for archive_after_days")
+
+    def record_access(self, i: int, t: float) -> None:
+        """A retrieval is a recall event (capped logarithmic reinforcement)."""
+        self._confidence_change(i, t, "access", "retrieved", lambda: self.access.__setitem__(i, self.access[i] + 1))
+
+    def feedback(self, i: int, accepted: bool, t: float, cause: str = "user") -> None:
+        """Reconsolidation: an acceptance adds ``positive_boost``, a correction removes ``negative_penalty``."""
+        arr = self.positive if accepted else self.negative
+        self._confidence_change(i, t, "feedback", cause, lambda: arr.__setitem__(i, arr[i] + 1),
+                                accepted=bool(accepted))
+
+    def validate(self, i: int, t: float, cause: str = "user confirmed") -> None:
+        """A confirmation: restarts the decay clock, may lift ripple penalties, revives a DORMANT vector."""
+        def mutate() -> None:
+            self.last_validated[i] = t
+            if self.params.lift_penalties_on_validation:
+                for entry in self.penalties.lift("lifted_at", {"vector": i}, t):
+                    self.penalty[i] -= entry["applied"]
+        self._confidence_change(i, t, "validation", cause, mutate)
+        if self.status[i] == Status.DORMANT and self.confidence_at(i, t) >= self.conf.dormant_threshold:
+            self.set_status(i, Status.ACTIVE, t, "revived: confirmed")
+
+    def penalize(self, i: int, amount: float, origin: int, depth: int, t: float, floor: float) -> None:
+        """A ripple penalty on base confidence, never below ``floor`` and never raising it; logged with origin."""
+        base = self.base_confidence[i]
+        applied = float(base - max(floor, base - amount)) if base > floor else 0.0
+        def mutate() -> None:
+            self.penalty[i] += applied
+        self._confidence_change(i, t, "ripple", int(origin), mutate, depth=depth, penalty=amount,
+                                applied=round(applied, 6))
+        self.penalties.append({"vector": int(i), "origin": int(origin), "depth": depth, "applied": applied,
+                               "time": float(t), "lifted_at": None})

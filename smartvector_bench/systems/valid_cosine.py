@@ -1,0 +1,68 @@
+"""Validity-filtered cosine: the obvious version-aware baseline.
+
+Exact cosine (FAISS inner product on normalised embeddings) over the chunks in force at each query's as_of
+(``created_at <= as_of`` and ``valid_from <= as_of < valid_to``); ranked by cosine, ties to the lower corpus
+index. It never returns a chunk outside its validity window or created after as_of.
+Reported confidence: the top-1 cosine clipped to [0, 1] (NaN when nothing is in force).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.core.index import FlatIndex
+from smartvector_bench.core.run import Run, rank_by_score
+from smartvector_bench.core.settings import section
+from smartvector_bench.systems.base import require_fields
+
+
+def in_force(corpus: Corpus, as_of: np.ndarray) -> np.ndarray:
+    """(Q, N) bool: chunk ``i`` is in force at ``as_of[q]`` (created by then and inside its validity window)."""
+    t = np.asarray(as_of, dtype=np.float64).reshape(-1)[:, None]
+    return ((corpus.created_at[None, :] <= t) & (corpus.valid_from[None, :] <= t)
+            & (t < corpus.valid_to[None, :]))
+
+
+def cosine_confidence(ranked: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Top-1 cosine clipped to [0, 1]; NaN where the system returned nothing."""
+    if ranked.shape[1] == 0:
+        return np.full(ranked.shape[0], np.nan)
+    return np.where(ranked[:, 0] >= 0, np.clip(np.nan_to_num(top[:, 0]), 0.0, 1.0), np.nan)
+
+
+@dataclass(frozen=True)
+class ValidCosineParams:
+    pass  # no settings; the section still rejects unknown keys
+
+
+IN_FORCE_FIELDS = ("created_at", "valid_from", "valid_to")  # what in_force reads
+
+
+class ValidCosine:
+    name = "valid_cosine"
+
+    def __init__(self, name: str = "valid_cosine", **params):
+        self.name = name
+        self.p = section(ValidCosineParams, params, f"retrievers.{name}")
+
+    def check_dataset(self, corpus: Corpus) -> None:
+        require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")
+
+    def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
+        self.corpus = corpus
+        self._index = FlatIndex(vectors)
+
+    def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
+               texts: list[str] | None = None, **labels) -> Run:
+        cos = self._index.all_scores(query_vectors)
+        cos = np.where(in_force(self.corpus, as_of), cos, -np.inf)
+        ranked, top = rank_by_score(cos, k)
+        return Run(self.name, ranked, top, cosine_confidence(ranked, top))
+
+    def describe(self) -> dict:
+        return {"confidence": "top-1 cosine clipped to [0, 1]",
+                "rule": "cosine among the chunks in force at as_of (created_at <= as_of, "
+                        "valid_from <= as_of < valid_to)"}

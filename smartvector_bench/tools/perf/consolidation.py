@@ -1,0 +1,134 @@
+"""Perf case ``consolidation``: the frozen consolidation (``consolidate``) of a scale dataset at serve time
+(the latest query as_of), with candidate pairs from the vector index (``consolidation.candidates = k``) and,
+at small N, with all pairs, plus what the candidate path misses against all pairs.
+
+Rows (``case="consolidation"``; systems ``smartvector_ann_k{k}`` and ``smartvector_all_pairs``):
+``seconds`` (whole ``consolidate`` call, one row per repetition), ``candidates_s`` / ``contradictions_s`` /
+``edges_s`` (phases of the agent's run, last repetition), ``pairs`` (candidate pairs), ``contradictions``,
+``edges`` (dependency edges as they count at serve time), ``peak_rss_mb`` (process peak so far); with
+``all_pairs``: ``missed_contradictions``, ``extra_contradictions``, ``missed_edges``, ``extra_edges``
+(unordered pairs; edges as detected, before transfer to the version in force) on the candidate system.
+
+    python -m smartvector_bench.tools.perf.consolidation -n 10000 -k 20 --all-pairs
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import resource
+import time
+
+import numpy as np
+
+from smartvector_bench.systems.smartvector.candidates import recall
+from smartvector_bench.systems.smartvector.consolidation import ConsolidationResult, consolidate
+from smartvector_bench.tools.perf.timing import Row, rows
+
+DEFAULT_K = 20
+_ALL_PAIRS: dict = {}
+
+
+def default_smartvector_config() -> dict:
+    from smartvector_bench.tools.perf.systems import retriever_config
+
+    return retriever_config("smartvector")
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def detected_edges(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:
+    """Dependency edges the agent detected (before transfer), as unordered pairs."""
+    ev = res.store.events
+    where = {"kind": "dependency_detected"}
+    return ev.column("vector", where).astype(np.int64), ev.column("cause", where).astype(np.int64)
+
+
+def contradiction_pairs(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:
+    c = np.asarray([(w, l) for w, l, _ in res.contradictions], dtype=np.int64).reshape(-1, 2)
+    return c[:, 0], c[:, 1]
+
+
+def _run(data, params, r, reps: int) -> tuple[list[float], ConsolidationResult]:
+    at = float(np.max(data.queries.as_of))
+    seconds, res = [], None
+    for _ in range(max(1, reps)):
+        res = None  # free the previous repetition's store first
+        t = time.perf_counter()
+        res = consolidate(data.corpus, at, params, data.corpus_vectors, r.conf_params, r.store_params)
+        seconds.append(time.perf_counter() - t)
+    return seconds, res
+
+
+def _measure(system: str, data, vectors: str, params, r, reps: int, note: str) -> tuple[list[Row], ConsolidationResult]:
+    n = len(data.corpus)
+    seconds, res = _run(data, params, r, reps)
+    out = rows("consolidation", system, n, vectors, "seconds", seconds, "s", note)
+    for phase, value in res.agent.timings.items():
+        out += rows("consolidation", system, n, vectors, phase, value, "s", note)
+    if params.candidates is not None:
+        out += rows("consolidation", system, n, vectors, "pairs", len(res.agent.candidate_pairs()[0]), "pairs", note)
+    out += rows("consolidation", system, n, vectors, "contradictions", len(res.contradictions), "pairs", note)
+    out += rows("consolidation", system, n, vectors, "edges", int(res.depends_on.indices.size), "edges", note)
+    out += rows("consolidation", system, n, vectors, "detected_edges", len(detected_edges(res)[0]), "edges", note)
+    out += rows("consolidation", system, n, vectors, "peak_rss_mb", _peak_rss_mb(), "MB", note)
+    return out, res
+
+
+def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = False,
+                        index: str | None = None) -> list[Row]:
+    """Consolidation of ``data`` (a ScaleData) with the default smartvector config, candidates = ``k``
+    (``index``: the candidate index, default the config's); ``all_pairs`` adds the all-pairs run and the
+    recall rows (use at 10K or less: all pairs is quadratic)."""
+    from smartvector_bench.systems.smartvector.retriever import SmartVector
+
+    r = SmartVector(**default_smartvector_config())
+    vectors = str(data.info.get("vectors", "synthetic"))
+    params = dataclasses.replace(r.cons_params, candidates=int(k), **({"candidate_index": index} if index else {}))
+    system = f"smartvector_ann_k{k}"
+    note = f"detector={params.detector} index={params.candidate_index}"
+    out, ann = _measure(system, data, vectors, params, r, reps, note)
+    if all_pairs:
+        key = (id(data), reps, params.detector)
+        if key not in _ALL_PAIRS:  # one all-pairs run per dataset serves several k
+            _ALL_PAIRS.clear()
+            _ALL_PAIRS[key] = _measure("smartvector_all_pairs", data, vectors,
+                                       dataclasses.replace(params, candidates=None, all_pairs_max=None), r, reps,
+                                       f"detector={params.detector}")
+        full_rows, full = _ALL_PAIRS[key]
+        out += full_rows
+        n = len(data.corpus)
+        for what, ref, got in (("contradictions", contradiction_pairs(full), contradiction_pairs(ann)),
+                               ("edges", detected_edges(full), detected_edges(ann))):
+            rc = recall(ref, got)
+            out += rows("consolidation", system, n, vectors, f"missed_{what}", rc.missed, "pairs", note)
+            out += rows("consolidation", system, n, vectors, f"extra_{what}", rc.extra, "pairs", note)
+            out += rows("consolidation", system, n, vectors, f"found_{what}", rc.found, "pairs", note)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from smartvector_bench.tools.scale import scale_dataset
+
+    ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.perf.consolidation", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-n", type=int, default=10_000)
+    ap.add_argument("-k", type=int, nargs="+", default=[DEFAULT_K])
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--index", default=None)
+    ap.add_argument("--all-pairs", action="store_true")
+    args = ap.parse_args(argv)
+    data = scale_dataset(args.n, seed=args.seed)
+    for i, k in enumerate(args.k):
+        for row in bench_consolidation(data, args.reps, k, args.all_pairs, args.index):
+            if i and row.system == "smartvector_all_pairs":
+                continue
+            print(f"{row.system:24s} {row.metric:24s} {row.rep:3d} {row.value:14.3f} {row.unit}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

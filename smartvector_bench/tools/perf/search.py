@@ -1,0 +1,176 @@
+"""Search cost at one size: plain FAISS (flat, HNSW) against SmartVector's four-signal search, exhaustive and
+re-ranking candidates, on the same query batch in the same process.
+
+Systems (``system`` column):
+- ``faiss_flat``: ``IndexFlatIP`` top-k by cosine: the baseline every ratio is taken against;
+- ``faiss_hnsw``: ``IndexHNSWFlat`` top-k (approximate; ``recall_at_k`` against flat is reported);
+- ``smartvector_exhaustive``: every vector scored with the four signals at each query's as_of (the compiled
+  kernel); ``smartvector_exhaustive_numpy``: the same with numpy arrays (up to 100K, for the same-run ratio);
+- ``smartvector_rerank``: FAISS flat top-C plus the per-as_of-group prior candidates, certified (queries the
+  bound cannot certify are widened, then scored exhaustively) - exact up to float32 rounding of the cosine;
+- ``smartvector_rerank_hnsw``: the same with HNSW candidates (no certification: approximate).
+
+Measured: build seconds (once), batch seconds per repetition (and queries per second), single-query latency
+(one row per query), top-1 agreement of every SmartVector mode with exhaustive scoring, and the time to
+recompute the live confidence of every vector at a query's as_of (per query). Nothing is asserted here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from smartvector_bench.core.index import FlatIndex, HNSWIndex
+from smartvector_bench.systems.smartvector.retriever import SmartVector, metadata_bytes
+from smartvector_bench.tools.scale import ScaleData
+from smartvector_bench.tools.perf.systems import retriever_config
+from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
+
+K = 10
+NUMPY_MAX_SIZE = 100_000  # the numpy exhaustive path is also timed up to here (80 s a batch at 1M)
+
+
+def vectors_mode(data: ScaleData) -> str:
+    return str(data.info.get("vectors", data.info.get("mode", "synthetic")))
+
+
+def smartvector(data: ScaleData, consolidation: dict | None = None, **search) -> tuple[SmartVector, float]:
+    """The default smartvector retriever (search options overridden) indexed at the latest as_of; seconds."""
+    cfg = retriever_config("smartvector", **search)
+    if consolidation:
+        cfg["consolidation"] = {**cfg["consolidation"], **consolidation}
+    r = SmartVector(**cfg)
+    t = time.perf_counter()
+    r.index(data.corpus, data.corpus_vectors, float(np.max(data.queries.as_of)))
+    return r, time.perf_counter() - t
+
+
+def run_search(data: ScaleData, *, reps: int, n_latency: int, candidates: int, hnsw: dict,
+               consolidation: dict | None = None, exhaustive: bool = True, hnsw_enabled: bool = True,
+               progress=None) -> list[Row]:
+    n, mode = len(data.corpus), vectors_mode(data)
+    qv, as_of = data.query_vectors, np.asarray(data.queries.as_of, dtype=np.float64)
+    nq = len(qv)
+    out: list[Row] = []
+    say = progress or (lambda msg: None)
+
+    def batch(system: str, fn, note: str = "") -> None:
+        secs = repeat(fn, reps)
+        out.extend(rows("search_batch", system, n, mode, "batch_s", secs, "s", note))
+        out.extend(rows("search_batch", system, n, mode, "qps", [nq / s for s in secs], "1/s", note))
+
+    def latency(system: str, fn) -> None:
+        lat = per_query_latency(fn, min(n_latency, nq))
+        out.extend(rows("search_latency", system, n, mode, "query_ms", lat * 1e3, "ms"))
+
+    # -- plain FAISS --------------------------------------------------------------------------------------------
+    say(f"{n:,}: faiss flat")
+    t = time.perf_counter()
+    flat = FlatIndex(data.corpus_vectors)
+    out += rows("build", "faiss_flat", n, mode, "seconds", time.perf_counter() - t, "s")
+    batch("faiss_flat", lambda: flat.search(qv, K))
+    latency("faiss_flat", lambda s: flat.search(qv[s], K))
+    _, flat_ids = flat.search(qv, K)
+    if hnsw_enabled:
+        say(f"{n:,}: faiss hnsw (build)")
+        t = time.perf_counter()
+        hnsw_index = HNSWIndex(data.corpus_vectors, hnsw["m"], hnsw["ef_construction"], hnsw["ef_search"])
+        out += rows("build", "faiss_hnsw", n, mode, "seconds", time.perf_counter() - t, "s")
+        batch("faiss_hnsw", lambda: hnsw_index.search(qv, K))
+        latency("faiss_hnsw", lambda s: hnsw_index.search(qv[s], K))
+        _, ids = hnsw_index.search(qv, K)
+        recall = np.mean([len(np.intersect1d(a[a >= 0], b)) / K for a, b in zip(ids, flat_ids)])
+        out += rows("quality", "faiss_hnsw", n, mode, "recall_at_10_vs_flat", recall, "share")
+        out += rows("memory", "faiss_hnsw", n, mode, "index_bytes_per_vector", hnsw_index.nbytes() / n, "B")
+        del hnsw_index
+
+    # -- SmartVector ----------------------------------------------------------------------------------------
+    say(f"{n:,}: smartvector index (ingest + consolidation)")
+    sv, secs = smartvector(data, consolidation)
+    how = ("no consolidation" if consolidation and consolidation.get("enabled") is False else
+           f"consolidation with ANN candidates k={consolidation['candidates']}" if consolidation else
+           "consolidation with all pairs")
+    out += rows("build", "smartvector", n, mode, "seconds", secs, "s", f"ingest + {how} + FAISS flat")
+    out += _memory(sv, n, mode)
+    base = sv.search_params
+    reference = None
+    if exhaustive:
+        say(f"{n:,}: smartvector exhaustive")
+        batch("smartvector_exhaustive", lambda: sv.search(qv, as_of, K))
+        latency("smartvector_exhaustive", lambda s: sv.search(qv[s], as_of[s], K))
+        reference = sv.search(qv, as_of, K)
+        if n <= NUMPY_MAX_SIZE:  # the same scoring with numpy arrays instead of the compiled pass, same run
+            say(f"{n:,}: smartvector exhaustive, numpy kernel")
+            sv.search_params = replace(base, kernel="numpy")
+            batch("smartvector_exhaustive_numpy", lambda: sv.search(qv, as_of, K), "kernel=numpy")
+            out += _agreement("smartvector_exhaustive_numpy", sv.search(qv, as_of, K), reference, n, mode,
+                              "kernel=numpy")
+            sv.search_params = base
+
+    say(f"{n:,}: smartvector rerank C={candidates}")
+    sv.search_params = replace(base, candidates=int(candidates))
+    batch("smartvector_rerank", lambda: sv.search(qv, as_of, K), f"C={candidates}")
+    latency("smartvector_rerank", lambda s: sv.search(qv[s], as_of[s], K))
+    run = sv.search(qv, as_of, K)
+    info = dict(sv.last_search)
+    out += rows("rerank", "smartvector_rerank", n, mode, "fallback_queries", info.get("fallback_queries", 0),
+                "queries", f"C={candidates}")
+    out += rows("rerank", "smartvector_rerank", n, mode, "widened_queries", info.get("widened_queries", 0),
+                "queries", f"C={candidates}")
+    out += rows("rerank", "smartvector_rerank", n, mode, "scored_per_query", info.get("scored_per_query", 0.0),
+                "vectors", f"C={candidates}")
+    if reference is not None:
+        out += _agreement("smartvector_rerank", run, reference, n, mode, f"C={candidates}")
+
+    if hnsw_enabled:
+        say(f"{n:,}: smartvector rerank on HNSW")
+        hcfg = {"index": "hnsw", "hnsw_m": hnsw["m"], "hnsw_ef_construction": hnsw["ef_construction"],
+                "hnsw_ef_search": hnsw["ef_search"]}
+        sv.search_params = replace(base, candidates=int(candidates), **hcfg)
+        sv.bind(sv.corpus, data.corpus_vectors, sv.store, sv.agent)  # same store, HNSW index
+        batch("smartvector_rerank_hnsw", lambda: sv.search(qv, as_of, K), f"C={candidates}")
+        latency("smartvector_rerank_hnsw", lambda s: sv.search(qv[s], as_of[s], K))
+        if reference is not None:
+            out += _agreement("smartvector_rerank_hnsw", sv.search(qv, as_of, K), reference, n, mode,
+                              f"C={candidates}")
+        sv.search_params = base
+        sv.bind(sv.corpus, data.corpus_vectors, sv.store, sv.agent)
+
+    # -- the live confidence, recomputed at each query's as_of ---------------------------------------------------
+    say(f"{n:,}: confidence recomputation")
+    m = min(nq, 64)
+    secs = repeat(lambda: sv.store.live_confidence(as_of[:m]), reps)
+    out += rows("confidence", "smartvector", n, mode, "per_query_ms", [s / m * 1e3 for s in secs], "ms",
+                f"C(v, t) of all {n:,} vectors, {m} as_of times per call")
+    sv.search_params = base
+    return out
+
+
+def _memory(sv: SmartVector, n: int, mode: str) -> list[Row]:
+    """Resident per-vector state of SmartVector against its FAISS flat index (``metadata_bytes``)."""
+    m = metadata_bytes(sv)
+    lifecycle = sum(v for k, v in m["arrays"].items() if k.startswith(("store.", "retriever."))) + \
+        m["edges"]["agent.edges"]
+    return (rows("memory", "faiss_flat", n, mode, "index_bytes_per_vector", m["index"] / n, "B")
+            + rows("memory", "smartvector", n, mode, "metadata_bytes_per_vector", m["total"] / n, "B",
+                   "every per-vector column the four-signal score reads, and the edges")
+            + rows("memory", "smartvector", n, mode, "metadata_share_of_index", m["ratio"], "share")
+            + rows("memory", "smartvector", n, mode, "lifecycle_bytes_per_vector", lifecycle / n, "B",
+                   "SmartVector's own state only: store columns, relational signal, found edges")
+            + rows("memory", "smartvector", n, mode, "event_log_bytes_per_vector", event_log_bytes(sv.store) / n,
+                   "B", "audit log and penalty ledger (columnar batches + single-record dicts; not on a query path)"))
+
+
+def event_log_bytes(store) -> float:
+    """Memory of the store's event log and penalty ledger (``ColumnLog.nbytes``: columnar batches' arrays, plus
+    the single records kept as dicts, their values and list pointers)."""
+    return float(store.events.nbytes() + store.penalties.nbytes())
+
+
+def _agreement(system: str, run, reference, n: int, mode: str, note: str) -> list[Row]:
+    same = run.top1 == reference.top1
+    identical = (run.ranked == reference.ranked).all(axis=1)
+    return (rows("quality", system, n, mode, "top1_agreement", float(same.mean()), "share", note)
+            + rows("quality", system, n, mode, "topk_identical", float(identical.mean()), "share", note))
