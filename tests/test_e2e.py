@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from experiments.main import run
-from smartvector_bench.errors import BenchError
-from smartvector_bench.timeutil import iso_to_days
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.timeutil import iso_to_days
 
 from .conftest import TINY, compose_config
 
@@ -167,9 +167,9 @@ def test_main_on_tiny_dataset_with_hashing_embedder(tmp_path):
 
 
 def test_saved_run_can_be_rescored_without_the_model(tmp_path):
-    from smartvector_bench.dataset import load_dataset
-    from smartvector_bench.evaluator import evaluate_split
-    from smartvector_bench.run import read_run_jsonl
+    from smartvector_bench.core.dataset import load_dataset
+    from smartvector_bench.core.evaluator import evaluate_split
+    from smartvector_bench.core.run import read_run_jsonl
 
     metrics = run(compose_config(TINY + ["embedder=hashing"]), tmp_path / "run")
     ds = load_dataset(tmp_path / "run" / "dataset")
@@ -282,21 +282,14 @@ def test_main_with_real_minilm_through_the_cli(cli, tmp_path):
     assert power["reference_system"] == "valid_cosine"
     assert power["mde_top1"] is not None and 0.0 < power["mde_top1"] < 1.0 - power["reference_top1"]
     assert power["mde_top1_at_50"] is not None and 0.0 < power["mde_top1_at_50"] < 0.5
-    # Second run from the embedding cache: identical metrics (same seed, same config). The paper's package and
-    # its soft variant rank by keyword overlap and never read the vectors (and take most of a run's time), so
-    # they sit this one out; the paired tests stay against the same baseline.
-    vector_systems = [s for s in systems if not s.startswith("smartvector_ref")]
-    again = cli("smartvector-bench", f"hydra.run.dir={tmp_path / 'again'}",
-                f"embedder.cache_path={tmp_path / 'cache.sqlite'}", f"systems=[{','.join(vector_systems)}]")
-    assert again.returncode == 0, again.stderr[-3000:]
-    second = json.loads((tmp_path / "again" / "metrics.json").read_text())
-    assert second["systems"] == {s: metrics["systems"][s] for s in vector_systems}
-    assert second["power"] == metrics["power"]
+    # A second run from the cache is not repeated here: test_minilm_embeddings_are_real_and_cached shows the cache
+    # returns the same vectors, test_determinism.py that run files do not depend on the cache state, and
+    # `make regress` reruns this experiment on the real model against the committed values.
 
 
 @pytest.mark.model
 def test_minilm_embeddings_are_real_and_cached(tmp_path):
-    from smartvector_bench.embedding import build_embedder
+    from smartvector_bench.core.embedding import build_embedder
 
     emb = build_embedder({"kind": "minilm", "cache_path": str(tmp_path / "c.sqlite")})
     texts = ["How many days of annual leave do we get?", "Annual leave is 25 days per year.",
