@@ -56,6 +56,10 @@ not yet); an exception there aborts the ingest. The environment variable
 ``SMARTVECTOR_LVL_FAULT=<stage>:<seq>:<pause|exit>`` does the same from outside a process: ``pause`` prints
 ``LVL_FAULT_PAUSED stage=<stage> seq=<seq>`` on stdout and sleeps until the process is killed; ``exit`` ends
 the process at once (``os._exit(75)``).
+
+Why this module is long: ingest, recovery and the tier choice of a query share one piece of state (each
+document's current rows and the applied sequence number), and the write order above is only checkable when the
+code that keeps it reads top to bottom in one class.
 """
 
 from __future__ import annotations
@@ -65,8 +69,7 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -75,8 +78,10 @@ from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.updates import Chunker, DocumentStore, cdc
 from smartvector_bench.systems.updates.cdc import CLASSES
-from smartvector_bench.systems.livevectorlake.cold import INF_US, Close, ColdSnapshot, ColdTier, Row, iso, to_us, us_to_days, valid_at
+from smartvector_bench.systems.livevectorlake.cold import INF_US, ColdSnapshot, ColdTier, Row, iso, to_us, us_to_days, valid_at
 from smartvector_bench.systems.livevectorlake.hot import HotTier, read_state
+from smartvector_bench.systems.livevectorlake.rows import (Hit, IngestResult, QueryResult, Time, closing_rows,
+                                                          position_classes)
 
 FAULT_ENV = "SMARTVECTOR_LVL_FAULT"
 FAULT_STAGES = ("after_cold_commit", "before_hot_state")
@@ -86,95 +91,6 @@ FORMAT = {"format": "livevectorlake", "format_version": 1, "chunker": "paragraph
           "row_key": "(doc_id, chunk_id, position, valid_from)"}
 
 VectorsFor = Callable[[Sequence[str]], np.ndarray]
-Time = float | int | datetime
-
-
-# -- results ---------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Hit:
-    """One returned paragraph (a cold-tier row). Times in days since the epoch; ``valid_to`` inf while open."""
-
-    doc_id: str
-    chunk_id: str
-    position: int
-    text: str
-    score: float  # cosine (inner product of normalised vectors)
-    valid_from: float
-    valid_to: float
-    version_number: int
-    tier: str
-
-
-@dataclass
-class QueryResult:
-    hits: list[Hit]
-    tier: str  # "hot" or "cold": which tier answered
-    as_of: Time | None
-    latency_s: float
-
-
-@dataclass
-class IngestResult:
-    """What one :meth:`LiveVectorLake.ingest_document` did."""
-
-    doc_id: str
-    version: int
-    effective_at: float  # days
-    seq: int | None  # ingest sequence number of its commit; None when nothing changed (nothing written)
-    classes: dict[str, int]  # unchanged / moved / modified / new / deleted
-    position_classes: list[str]  # class of each paragraph of the new version, by position
-    n_paragraphs: int  # paragraphs in the new version
-    embedded: int  # paragraphs sent to vectors_for (new + modified)
-    rows_added: int
-    rows_closed: int  # superseded + deleted
-    rows_deleted: int  # closed because their text left the document (see ``_closes``)
-    cold_version: int
-    timings_s: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def reembed_share(self) -> float | None:
-        """Embedded paragraphs over the paragraphs of the new version (None for an empty version)."""
-        return self.embedded / self.n_paragraphs if self.n_paragraphs else None
-
-
-def position_classes(old_hashes: Sequence[str], new_hashes: Sequence[str]) -> list[str]:
-    """The class ``updates.cdc.apply`` gives each position of the new version (its rule, per position; every
-    ingest checks these against the counts ``cdc.apply`` returns)."""
-    first_at: dict[str, int] = {}
-    for i, h in enumerate(old_hashes):
-        first_at.setdefault(h, i)
-    out = []
-    for i, h in enumerate(new_hashes):
-        if i < len(old_hashes) and old_hashes[i] == h:
-            out.append("unchanged")
-        elif h in first_at:
-            out.append("moved")
-        elif i < len(old_hashes):
-            out.append("modified")
-        else:
-            out.append("new")
-    return out
-
-
-def _closes(old_rows: list[Row], classes: list[str], new_hashes: list[str], t_us: int) -> list[Close]:
-    """Close every old row whose position did not stay ``unchanged``. Its status says what became of its text:
-    ``superseded`` when the text continues in a ``moved`` row (each moved row continues one closed row with the
-    same hash) or was replaced in place by a ``modified`` paragraph (whose ``parent_hash`` points back to it);
-    ``deleted`` (``change_type`` too) when the text is gone from the document."""
-    continues = Counter(h for h, c in zip(new_hashes, classes) if c == "moved")
-    out = []
-    for j, row in enumerate(old_rows):
-        if j < len(classes) and classes[j] == "unchanged":
-            continue
-        if continues[row.chunk_id] > 0:
-            continues[row.chunk_id] -= 1
-            out.append(Close(row.key, t_us, "superseded", row.change_type))
-        elif j < len(classes) and classes[j] == "modified":
-            out.append(Close(row.key, t_us, "superseded", row.change_type))
-        else:
-            out.append(Close(row.key, t_us, "deleted", "deleted"))
-    return out
 
 
 @dataclass
@@ -401,7 +317,7 @@ class LiveVectorLake:
             raise RuntimeError(f"{doc_id} v{version}: per-position classes {dict(got)} disagree with cdc {counts}")
         n_new = len(store.chunks)
 
-        closes = _closes(old_rows, classes, store.hashes, t_us)
+        closes = closing_rows(old_rows, classes, store.hashes, t_us)
         rows: list[Row] = []
         adds: list[Row] = []
         for i, (chunk, cls) in enumerate(zip(store.chunks, classes)):
