@@ -26,6 +26,9 @@ Differences from the crate, on purpose: ``access_entity`` increments ``access_co
 ``last_accessed``; ``query_entities`` has ``created_after`` / ``created_before``; confidence is clamped;
 ripple penalties are written to ``kg_feedback``, which the confidence formula (and so retrieval) reads,
 instead of a column retrieval ignores.
+
+Why this module is long: the spec is one object over one SQLite connection (entities, dependencies, feedback,
+ripple), and every method reads the database, so splitting it would only scatter the SQL of one schema.
 """
 
 from __future__ import annotations
