@@ -371,12 +371,10 @@ class SmartVectorRef:
         return info
 
 
-# Size limit (issue 15). The package's consolidation compares every pair of ingested chunks in pure Python
-# (keyword overlap, then difflib) and runs before each batch of arrivals, so a run costs O(N^2) and there are up
-# to N runs: about 40 s at the default dataset's 258 chunks, 341 s at 500 (docs/operations.md, T6), more than
-# 5 minutes at 2,150 (main_large leaves it out), 453 s at 250 chunks that all arrive at different times; by the
-# cubic growth about 45 minutes at 1,000. Memory stays small (55 MB at 250 chunks): time is what grows without
-# bound. Above this many chunks the system refuses before anything is embedded.
+# Size limit. The package's consolidation compares every pair of ingested chunks in pure Python (keyword
+# overlap, then difflib) and runs before each batch of arrivals: O(N^2) per run and up to N runs, so time grows
+# about cubically while memory stays small (docs/operations.md has the measured times). Above this many chunks
+# the system refuses before anything is embedded, rather than run for most of an hour.
 MAX_CHUNKS = 1000
 
 
@@ -385,5 +383,5 @@ def check_size(corpus: Corpus, name: str = "smartvector_ref", max_chunks: int = 
     if len(corpus) > max_chunks:
         raise BenchError(f"{name} runs on at most {max_chunks:,} chunks and the dataset has {len(corpus):,}: "
                          "smartvector-rag's consolidation compares every pair of chunks in pure Python before each "
-                         "batch of arrivals (about 40 s at 258 chunks, 341 s at 500, cubic beyond); leave it out of "
+                         "batch of arrivals, so its time grows about cubically with the chunks; leave it out of "
                          "systems= on this dataset")

@@ -153,9 +153,9 @@ class LiveVectorLake:
         :meth:`recover` it. ``hot_index``: ``flat`` (exact) or ``hnsw``; ``cold_cache``: keep the cold table in
         memory between cold queries (dropped on every write) instead of scanning Delta per query;
         ``compact_every``: compact the cold table's small files (:meth:`compact`) after every that many
-        ingest commits (None / 0: never). One commit per ingest leaves one small file per ingest, and a MERGE's cost
-        grows with the number of files (about 45 ms per commit at 100 files, 120 ms at 450 on 2 cores), so
-        ingesting thousands of versions is quadratic without it; rows and sequence numbers are unchanged
+        ingest commits (None / 0: never). One commit per ingest leaves one small file per ingest, and a MERGE reads
+        every file, so its cost grows with the number of files and ingesting thousands of versions is quadratic
+        without compaction; rows and sequence numbers are unchanged
         (the Delta table version counts the compaction commits too)."""
         root = Path(path)
         meta_path = root / "lake.json"
