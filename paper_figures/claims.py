@@ -4,13 +4,14 @@ p-value, and a verdict decided by the rule written beside it (the rules: ``smart
 pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/queries.csv``).
 
     python paper_figures/claims.py                 # print the table
-    python paper_figures/claims.py --write-readme  # rewrite every generated README section (see SECTIONS)
+    python paper_figures/claims.py --write-readme  # rewrite every generated section of DOCUMENTS (make claims)
 
 A claim whose results file is missing is listed as "not measured (missing <file>)", and so is one that would
 rest on too few seeds or on an incomplete sweep. ``--write-readme`` also rewrites the other tables that come
-straight from ``results/`` (the main tables of both profiles, the shortcut audit, the seeds summary, ...) in
-README.md, docs/results.md and docs/datasets.md (``DOCUMENTS``), each between its own ``<!-- name:start -->`` /
-``<!-- name:end -->`` markers, with the same rendering code as the experiments' own ``table.md``.
+straight from ``results/`` (the main tables of both profiles, the shortcut audit, the seeds summary, ...), each
+between its own ``<!-- name:start -->`` / ``<!-- name:end -->`` markers in whichever of ``DOCUMENTS`` holds
+them (each section in exactly one), with the same rendering code as the experiments' own ``table.md``. To move
+a section to another page, move its markers and make sure the page is in ``DOCUMENTS``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 import pandas as pd  # noqa: E402
 
+from experiments import feedback_loop, reembed_cost, shortcut_audit  # noqa: E402
 from smartvector_bench.core import verdicts as V  # noqa: E402
 from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
@@ -33,7 +35,8 @@ from smartvector_bench.core.report import calibration_table, category_table, mai
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
-DOCUMENTS = (REPO / "README.md", REPO / "docs" / "results.md", REPO / "docs" / "datasets.md")
+DOCUMENTS = (REPO / "README.md", REPO / "docs" / "findings.md", REPO / "docs" / "results.md",
+             REPO / "docs" / "datasets.md")
 
 
 def _load(results: Path, rel: str):
@@ -118,7 +121,9 @@ def table(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def _main_section(results: Path, rel: str) -> str:
+def _main_section(results: Path, rel: str, calibration: bool = True) -> str:
+    """A profile's main table and power line, and its calibration table unless ``calibration`` is False (the
+    README shows the default profile's calibration on its own, :func:`_calibration_section`)."""
     m = _load(results, rel)
     if m is None:
         return f"not measured (missing {rel})\n"
@@ -126,10 +131,22 @@ def _main_section(results: Path, rel: str) -> str:
     head = (f"`{d['name']}`, seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries in "
             f"{d.get('n_families', '-')} families; test split = the held-out families "
             f"(`results/{rel}`, dataset sha256 {d['sha256'][:12]}).")
-    cal = (f"\n\nCalibration on the test split: ECE, Brier and AUROC of the raw top-1 confidence (AUROC: how "
-           f"well it separates right from wrong answers, whatever its scale), and ECE / Brier after each map "
-           f"fitted on dev:\n\n{calibration_table(m)}") if m.get("calibration") else ""
+    cal = f"\n\n{_calibration_text(m)}" if calibration and m.get("calibration") else ""
     return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}{cal}\n"
+
+
+def _calibration_text(m: dict) -> str:
+    return (f"Calibration on the test split: ECE, Brier and AUROC of the raw top-1 confidence (AUROC: how well it "
+            f"separates right from wrong answers, whatever its scale), and ECE / Brier after each map fitted on "
+            f"dev:\n\n{calibration_table(m)}")
+
+
+def _calibration_section(results: Path, rel: str) -> str:
+    m = _load(results, rel)
+    if m is None or not m.get("calibration"):
+        return f"not measured (missing {rel}{'' if m is None else ': calibration'})\n"
+    d = m["dataset"]
+    return f"`{d['name']}`, seed {d['seed']} (`results/{rel}`). {_calibration_text(m)}\n"
 
 
 def _handbook_section(results: Path) -> str:
@@ -160,9 +177,7 @@ def _audit_section(results: Path) -> str:
     doc = _load(results, "shortcut_audit/shortcut_audit.json")
     if doc is None:
         return "not measured (missing shortcut_audit/shortcut_audit.json)\n"
-    from experiments.shortcut_audit import render
-
-    lines = render(doc).splitlines()
+    lines = shortcut_audit.render(doc).splitlines()
     return "\n".join(lines[2:]).strip() + "\n"  # without the file's own title
 
 
@@ -190,16 +205,13 @@ def _seeds_section(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def _rendered(results: Path, rel: str, module: str, func: str, skip: int) -> str:
-    """An experiment's own table.md rendering of its stored result, without its first ``skip`` lines."""
+def _rendered(results: Path, rel: str, render, skip: int) -> str:
+    """An experiment's own table.md rendering (``render(doc)``) of its stored result, without its first
+    ``skip`` lines."""
     doc = _load(results, rel)
     if doc is None:
         return f"not measured (missing {rel})\n"
-    import importlib
-
-    mod = importlib.import_module(module)
-    text = getattr(mod, func)(doc) if func != "_table" else mod._table(doc, doc["summary"])
-    return "\n".join(text.splitlines()[skip:]).strip() + "\n"
+    return "\n".join(render(doc).splitlines()[skip:]).strip() + "\n"
 
 
 def _run_rows(folder: Path, system: str) -> pd.DataFrame | None:
@@ -285,12 +297,13 @@ def _tune_section(results: Path) -> str:
 
 def sections(results: Path) -> dict[str, str]:
     """Every generated README section, by marker name."""
-    return {"claims": table(results), "main": _main_section(results, "main/metrics.json"),
+    return {"claims": table(results), "main": _main_section(results, "main/metrics.json", calibration=False),
+            "main_calibration": _calibration_section(results, "main/metrics.json"),
             "main_large": _main_section(results, "main_large/metrics.json"), "audit": _audit_section(results),
             "seeds": _seeds_section(results), "oracle": _oracle_section(results),
-            "reembed": _rendered(results, "reembed_cost/reembed_cost.json", "experiments.reembed_cost", "render", 2),
-            "feedback": _rendered(results, "feedback_loop/feedback_loop.json", "experiments.feedback_loop", "_table",
-                                  2),
+            "reembed": _rendered(results, "reembed_cost/reembed_cost.json", reembed_cost.render, 2),
+            "feedback": _rendered(results, "feedback_loop/feedback_loop.json",
+                                  lambda doc: feedback_loop._table(doc, doc["summary"]), 2),
             "half_life": _half_life_section(results), "tune": _tune_section(results),
             "handbook": _handbook_section(results), "handbook_categories": _handbook_categories(results),
             "schema": field_table() + "\n"}

@@ -1,6 +1,7 @@
-"""The README's generated sections (the claims table, both profiles' main tables, the seeds summary, the shortcut
-audit, the re-embedding and feedback tables) come from results/ and follow the stated rules; here on small
-hand-made v2-shaped result files, and on the committed results/."""
+"""The generated sections of the README and docs/ (the claims table, both profiles' main tables, the seeds
+summary, the shortcut audit, the re-embedding and feedback tables, ...) come from results/ and follow the stated
+rules; here on small hand-made v2-shaped result files, and on the committed results/. The prose around them is
+checked on the committed results/ too."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ spec = importlib.util.spec_from_file_location("claims", REPO / "paper_figures" /
 claims = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(claims)
 
-SECTIONS = ("claims", "main", "main_large", "seeds", "audit", "reembed", "feedback", "half_life", "tune")
+SECTIONS = ("claims", "main", "main_calibration", "main_large", "seeds", "audit", "reembed", "feedback", "half_life",
+            "tune")
 SYSTEMS = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
            "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
-MISSING = {"main": "main/metrics.json", "main_large": "main_large/metrics.json",
+MISSING = {"main": "main/metrics.json", "main_calibration": "main/metrics.json",
+           "main_large": "main_large/metrics.json",
            "audit": "shortcut_audit/shortcut_audit.json", "seeds": "seeds/summary.json",
            "reembed": "reembed_cost/reembed_cost.json", "feedback": "feedback_loop/feedback_loop.json",
            "half_life": "half_life/summary.json", "tune": "tune/summary.json"}
@@ -240,6 +243,20 @@ def test_main_sections_render_each_profile(tmp_path, name, large):
     assert "minimum detectable top-1 difference" in text and "over valid_cosine" in text
     other = "main" if large else "main_large"
     assert claims.sections(tmp_path)[other] == f"not measured (missing {other}/metrics.json)\n"
+    if not large:  # the hand-made file has no calibration block: the README's calibration section says so
+        assert claims.sections(tmp_path)["main_calibration"] == \
+            "not measured (missing main/metrics.json: calibration)\n"
+
+
+def test_the_default_profiles_calibration_is_its_own_section():
+    """The README's headline table is the main table and its power line; its calibration table sits in
+    docs/results.md, rendered from the same metrics.json (main_large keeps both in one section)."""
+    texts = claims.sections(REPO / "results")
+    assert "Calibration on the test split" not in texts["main"] and "minimum detectable" in texts["main"]
+    assert texts["main_calibration"].startswith("`versioned_policies`, seed 42 (`results/main/metrics.json`). "
+                                                "Calibration on the test split")
+    assert "| system | ECE | Brier | AUROC" in texts["main_calibration"]
+    assert "Calibration on the test split" in texts["main_large"]
 
 
 def test_audit_section_is_the_audit_table_without_its_title(tmp_path):
@@ -338,13 +355,15 @@ def test_readme_holds_every_generated_section():
         stale = [n for n in names if _section(body, n).strip() != texts[n].strip()]
         assert not stale, f"{doc.name} sections differ from results/ (run make claims): {stale}"
         placed += names
-    assert "claims" in MARKER.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    # the README shows the headline table; the claims table is on the findings page it links
+    assert "main" in MARKER.findall((REPO / "README.md").read_text(encoding="utf-8"))
+    assert "claims" in MARKER.findall((REPO / "docs" / "findings.md").read_text(encoding="utf-8"))
     assert sorted(placed) == sorted(texts), "every generated section sits in exactly one document"
 
 
 
 def test_the_readme_prose_holds_on_the_committed_results():
-    """Facts docs/results.md states in words ("What changed in the verdicts"), checked on results/ so that a
+    """Facts docs/findings.md states in words ("What changed in the verdicts"), checked on results/ so that a
     republication that changes them fails here until the prose is rewritten."""
     import pandas as pd
 
@@ -380,8 +399,32 @@ def test_the_readme_prose_holds_on_the_committed_results():
     assert "(by construction)" not in claims.sections(results)["main"]
 
 
+def test_the_readme_short_answer_holds_on_the_committed_results():
+    """The README's opening: the paper's figures as the paper states them, and the short answer, checked on
+    results/ (a republication that changes a verdict fails here until the sentence is rewritten)."""
+    from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    pc, sv = PAPER_MAIN_TABLE["plain_cosine"], PAPER_MAIN_TABLE["smartvector"]
+    for key, fmt in (("top1", "{:.1%}"), ("stale_rate", "{:.1%}"), ("ece", "{:.3f}")):
+        assert f"{fmt.format(pc[key])} -> {fmt.format(sv[key])}" in readme, key
+    results = REPO / "results"
+    top1, stale, ece = (v for _, v in claims.main_claims(results))
+    # "top-1 does not double (SmartVector is not significantly above plain cosine)"
+    assert top1.verdict == "does not hold" and top1.p_value >= 0.05
+    # "the stale-rate and ECE claims hold"
+    assert stale.verdict == "holds" and ece.verdict == "holds"
+    # "the obvious baseline, cosine within the validity window, beats SmartVector": seed 42 and every seed
+    main = json.loads((results / "main" / "metrics.json").read_text())["systems"]
+    assert main["valid_cosine"]["test"]["top1_ci"][0] > main["smartvector"]["test"]["top1_ci"][1]
+    per_seed = json.loads((results / "seeds" / "summary.json").read_text())["results"]["systems"]
+    vc, sm = (per_seed[s]["test"]["top1"]["per_seed"] for s in ("valid_cosine", "smartvector"))
+    assert vc.keys() == sm.keys() and all(vc[k] > sm[k] for k in vc)
+    # ("SmartVector's ECE after a Platt map fitted on dev is not lower": test_the_readme_prose_holds_...)
+
+
 def test_the_handbook_prose_holds_on_the_committed_results():
-    """What the README says in words about the 18F Handbook table (results/handbook/)."""
+    """What docs/datasets.md says in words about the 18F Handbook table (results/handbook/)."""
     m = json.loads((REPO / "results" / "handbook" / "metrics.json").read_text())
     t = {name: s["test"] for name, s in m["systems"].items()}
     # the validity window alone removes every stale answer plain cosine gives, and wins
