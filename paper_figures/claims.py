@@ -1,6 +1,6 @@
 """The claims table: each claim of the SmartVector paper (and of LiveVectorLake), our figure from the stored
 results under ``results/`` (no experiment is re-run), the statistical test and threshold it is judged by, the
-p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/verdicts.py``; the
+p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/verdicts/``; the
 pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/queries.csv``).
 
     python paper_figures/claims.py                 # print the table
