@@ -423,6 +423,14 @@ def test_the_readme_short_answer_holds_on_the_committed_results():
     # ("SmartVector's ECE after a Platt map fitted on dev is not lower": test_the_readme_prose_holds_...)
 
 
+def test_the_benchmark_page_counts_are_the_published_ones():
+    """docs/benchmark.md states each profile's size in words; the published runs must have that size."""
+    text = (REPO / "docs" / "benchmark.md").read_text(encoding="utf-8")
+    for folder in ("main", "main_large"):
+        d = json.loads((REPO / "results" / folder / "metrics.json").read_text())["dataset"]
+        assert f"{d['n_vectors']:,} vectors and {d['n_queries']:,} queries" in text, folder
+
+
 def test_the_handbook_prose_holds_on_the_committed_results():
     """What docs/datasets.md says in words about the 18F Handbook table (results/handbook/)."""
     m = json.loads((REPO / "results" / "handbook" / "metrics.json").read_text())
