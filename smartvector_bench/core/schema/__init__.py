@@ -1,5 +1,6 @@
 """The dataset layout as a versioned JSON Schema (``dataset.schema.json``), read by the validator
-(:mod:`smartvector_bench.core.schema.check`, ``smartvector-validate``) and by the field table of docs/datasets.md (generated, checked by tests/test_claims.py)."""
+(:mod:`smartvector_bench.core.schema.check`, ``smartvector-validate``) and by the field table of
+docs/datasets.md (generated, checked by tests/test_claims.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def _default(spec: dict) -> str:
 
 
 def field_table() -> str:
-    """The field table of docs/datasets.md ("Bring your own dataset"): every file and field, whether it is required, its default."""
+    """The field table of docs/datasets.md ("Bring your own dataset"): every file and field, whether it is
+    required, its default."""
     defs = load_schema()["$defs"]
     rows = ["| file | field | required / default | what it is |", "|---|---|---|---|"]
 
