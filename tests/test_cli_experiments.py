@@ -1,5 +1,5 @@
 """The experiments are declared once (``experiments/__init__.py``): conf/experiment/ and the declaration agree,
-and the CLI and the config check read it."""
+and the CLI, the config check, the publisher and the regression gate all read it."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import yaml
 
 from experiments import KINDS, PRESETS, RUNS, SWEEPS
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.tools import cli, validate
+from smartvector_bench.tools import cli, publish, validate
+from smartvector_bench.tools.gate import common, expected, invariants, rerun, sweep_reruns
 
 from .conftest import REPO, compose_config
 
@@ -56,8 +57,14 @@ def test_every_kind_names_a_module_with_validate_and_run():
         assert validate.experiment_module(kind.name) is module
 
 
-def test_the_cli_and_the_config_check_read_the_declaration():
+def test_the_cli_the_config_check_the_publisher_and_the_gate_read_the_declaration():
     assert cli.EXPERIMENTS is KINDS and validate.EXPERIMENTS is KINDS
+    assert publish.EXPERIMENTS is RUNS and common.EXPERIMENTS is RUNS
+    assert sweep_reruns.REDUCED == {n: p.gate_overrides for n, p in SWEEPS.items()}
+    assert rerun.GATE_RERUN_EXTRA == {"lvl_eval": ("experiment.repeats=1",)}
+    # the gate's per-experiment rules are by kind, and cover every published experiment
+    assert set(expected.ROOTS) == set(invariants.INVARIANTS) == set(RUNS)
+    assert set(expected.ROOTS_BY_KIND) == set(invariants.BY_KIND) == set(KINDS)
 
 
 def test_every_declared_preset_is_published():
