@@ -38,12 +38,12 @@ clean-outputs:
 ## Rerun the default experiments and sweeps and store them, with provenance, under results/ (slow); then
 ## rewrite results/expected.json (values and the sha256 manifest of every committed result file).
 results: install
-	$(PY) -m experiments.publish_results
-	$(PY) -m smartvector_bench.tools.gate.regress --write-expected
+	$(PY) -m smartvector_bench.tools.publish
+	$(PY) -m smartvector_bench.tools.gate --write-expected
 
 ## Rerun what is affordable and compare with results/expected.json; non-zero exit on any miss.
 regress: install
-	$(PY) -m smartvector_bench.tools.gate.regress
+	$(PY) -m smartvector_bench.tools.gate
 
 ## Regenerate every paper figure from results/ alone.
 figures: install
@@ -59,7 +59,7 @@ claims: install
 bench: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=full out_dir=results/perf
 	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
-	$(PY) -m smartvector_bench.tools.gate.regress --write-expected
+	$(PY) -m smartvector_bench.tools.gate --write-expected
 
 ## Every perf case at toy sizes in under a minute, into a temp folder (a smoke test; not for reporting).
 bench-quick: install

@@ -38,7 +38,7 @@ from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParam
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
 from smartvector_bench.core.run import Run, rank_by_score
-from smartvector_bench.tools.validate import check_dataset, check_embedder, check_systems_on
+from experiments.config import check_dataset, check_embedder, check_systems_on
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.smartvector.store import VectorStore
 from smartvector_bench.core.timeutil import format_iso, from_days

@@ -66,7 +66,7 @@ from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.settings import choice, section
 from smartvector_bench.core.timeutil import iso_to_days
 from smartvector_bench.systems.updates import chunk_hash
-from smartvector_bench.tools.validate import check_embedder
+from experiments.config import check_embedder
 
 LVL_FILES = ("documents.jsonl", "edits.jsonl")
 POSITION_CLASSES = ("unchanged", "moved", "modified", "new")

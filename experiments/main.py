@@ -30,7 +30,7 @@ from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.settings import section
 from smartvector_bench.core.timeutil import format_iso, from_days
-from smartvector_bench.tools.validate import (  # noqa: F401 - re-exported
+from experiments.config import (  # noqa: F401 - re-exported
     check_dataset, check_embedder, check_systems_on, chosen_systems)
 
 

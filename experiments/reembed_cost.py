@@ -40,7 +40,7 @@ from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore
 from smartvector_bench.systems.updates.cdc import CLASSES
 from smartvector_bench.systems.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
                                               make_edits)
-from smartvector_bench.tools.validate import check_dataset, check_embedder
+from experiments.config import check_dataset, check_embedder
 
 PAPER_CLAIM = {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77}
 

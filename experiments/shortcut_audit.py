@@ -25,7 +25,7 @@ from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.shortcuts import SURFACE_CUES, TRUST_CUES, audit
-from smartvector_bench.tools.validate import check_embedder
+from experiments.config import check_embedder
 
 CSV_FIELDS = ("profile", "seed", "dataset_sha256", "rule", "kind", "keep", "dev_top1", "test_top1", "test_gain",
               "n_test", "n_test_families")

@@ -1,4 +1,4 @@
-"""The regression gate (smartvector_bench/tools/gate/regress.py) and the publisher (experiments/publish_results.py).
+"""The regression gate (smartvector_bench/tools/gate/) and the publisher (smartvector_bench/tools/publish.py).
 
 Fast tests compare small runs made here (tiny dataset, hashing embedder) with ``--results-from``; the model test
 runs the real gate for ``main`` through the CLI against the committed results/expected.json."""
@@ -18,8 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from experiments import publish_results
-from smartvector_bench.tools.gate import regress
+from smartvector_bench.tools import publish
+from smartvector_bench.tools.gate import cli as gate_cli
+from smartvector_bench.tools.gate.committed import check_committed
+from smartvector_bench.tools.gate.expected import read_expected
+from smartvector_bench.tools.gate.rerun import Rerun
 
 from .conftest import REPO, TINY, compose_config
 
@@ -45,7 +48,7 @@ def small_results(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("small_results")
     for name in SMALL:  # lvl_eval (also rerun by the gate) has its own tests; these four are the small ones
         _run_small(name, root / name)
-    assert regress.main(["--write-expected", "--results-from", str(root),
+    assert gate_cli.main(["--write-expected", "--results-from", str(root),
                          "--expected", str(root / "expected.json")]) == 0
     return root
 
@@ -62,7 +65,7 @@ def gate(results: Path, *args: str, capsys, committed: bool = False) -> tuple[in
     """The gate on a results folder. By default with ``--no-committed``: the folder is compared as outputs (the
     table of values and invariants, what these tests read) and not as a committed tree with a manifest, which
     the committed-check tests below cover."""
-    code = regress.main(["--results-from", str(results), "--expected", str(results / "expected.json"),
+    code = gate_cli.main(["--results-from", str(results), "--expected", str(results / "expected.json"),
                          *([] if committed else ["--no-committed"]), *args])
     out = capsys.readouterr()
     return code, out.out + out.err
@@ -290,8 +293,8 @@ def test_bad_expected_file_is_bad_input(results, capsys):
 def committed_fails(results: Path) -> list[tuple[str, str]]:
     """(file relative to the results root, check or metric) of every failing committed row, through the function
     the CLI runs first."""
-    expected = regress.read_expected(results / "expected.json")
-    rows, root = regress.check_committed(results / "expected.json", expected)
+    expected = read_expected(results / "expected.json")
+    rows, root = check_committed(results / "expected.json", expected)
     assert root == results.resolve()
     return [(str(Path(r.file).relative_to(root)), r.metric) for r in rows if not r.ok]
 
@@ -331,12 +334,12 @@ def test_a_committed_ece_edit_fails_naming_the_file_and_the_metric(results, smal
         print("rerunning (fake)")
         for n in names:
             shutil.copytree(small_results / n, Path(workdir) / n)
-        return {n: regress.Rerun(n, ["fake"], Path(workdir) / n, Path(workdir) / f"{n}.log") for n in names}
+        return {n: Rerun(n, ["fake"], Path(workdir) / n, Path(workdir) / f"{n}.log") for n in names}
 
-    monkeypatch.setattr(regress, "rerun_many", fake_rerun_many)
+    monkeypatch.setattr(gate_cli, "rerun_many", fake_rerun_many)
     # the default invocation (no --results-from): the committed files are checked first, then the rerun, which
     # passes; the edit alone fails the gate
-    code = regress.main(["--expected", str(results / "expected.json"), "--only", "main"])
+    code = gate_cli.main(["--expected", str(results / "expected.json"), "--only", "main"])
     out, err = capsys.readouterr()
     assert code == 1
     before_rerun, after = out.split("rerunning (fake)")
@@ -404,7 +407,7 @@ def test_no_committed_skips_the_check_and_another_folder_is_still_compared(resul
                                                                   [f"main.{m}" for m in _calibration_ece(results)])
     other = tmp_path / "run"
     shutil.copytree(results / "feedback_loop", other)  # a run folder that is not the committed one: compared too
-    code = regress.main(["--expected", str(results / "expected.json"), "--results-from", str(other)])
+    code = gate_cli.main(["--expected", str(results / "expected.json"), "--results-from", str(other)])
     out = capsys.readouterr().out
     assert code == 1 and "main/metrics.json: systems.plain_cosine.test.ece expected" in out
     assert re.match(r"\d+ passed, 0 failed \(feedback_loop: \d+ passed, 0 failed\);", out.splitlines()[-1])
@@ -419,7 +422,7 @@ def _cli_overrides(name: str) -> list[str]:
 
 
 def test_rerun_through_the_cli_reproduces_the_small_run(small_results, tmp_path, capsys):
-    code = regress.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
+    code = gate_cli.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
                          "--keep", str(tmp_path / "runs"), *_cli_overrides("reembed_cost")])
     out = capsys.readouterr().out
     assert code == 0, out
@@ -428,7 +431,7 @@ def test_rerun_through_the_cli_reproduces_the_small_run(small_results, tmp_path,
 
 
 def test_a_failing_rerun_fails_the_gate(small_results, tmp_path, capsys):
-    code = regress.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
+    code = gate_cli.main(["--only", "reembed_cost", "--expected", str(small_results / "expected.json"),
                          "--keep", str(tmp_path / "runs"), *_cli_overrides("reembed_cost"),
                          "--set", "experiment.n_edits=0"])
     out = capsys.readouterr().out
@@ -438,7 +441,7 @@ def test_a_failing_rerun_fails_the_gate(small_results, tmp_path, capsys):
 
 def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     dest = tmp_path / "results"
-    code = publish_results.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main")])
+    code = publish.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main")])
     assert code == 0, capsys.readouterr().err
     files = sorted(p.name for p in (dest / "main").iterdir())
     systems = list(compose_config()["retrievers"])
@@ -456,7 +459,7 @@ def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     assert set(prov["files"]) == set(files) - {"PROVENANCE.json"}
     # A failed rerun publishes nothing and leaves the previous publication as it was.
     before = {p.name: p.read_bytes() for p in (dest / "main").iterdir()}
-    code = publish_results.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main"),
+    code = publish.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main"),
                                  "--set", "dataset.contradiction_rate=1.5"])
     err = capsys.readouterr().err
     assert code == 1 and "main: FAILED" in err and "contradiction_rate" in err
@@ -464,10 +467,10 @@ def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     # The committed check of a publication: it passes; an edit re-blessed with --write-expected still fails,
     # on the PROVENANCE.json hash of the file (the bytes the recorded run published).
     exp = ["--expected", str(dest / "expected.json")]
-    assert regress.main(["--write-expected", "--results-from", str(dest), *exp]) == 0
-    assert regress.main(["--results-from", str(dest), *exp]) == 0, capsys.readouterr().out
+    assert gate_cli.main(["--write-expected", "--results-from", str(dest), *exp]) == 0
+    assert gate_cli.main(["--results-from", str(dest), *exp]) == 0, capsys.readouterr().out
     _bump(dest / "main" / "metrics.json", "oracle", "dev", "recall_at_5", -0.05)
-    assert regress.main(["--write-expected", "--results-from", str(dest), *exp]) == 0
+    assert gate_cli.main(["--write-expected", "--results-from", str(dest), *exp]) == 0
     capsys.readouterr()
     # ... and on the value the gate recomputes from the run file and the dataset
     assert committed_fails(dest) == [("main/metrics.json", "PROVENANCE.json sha256"),
@@ -492,7 +495,7 @@ def test_publish_sweeps_found_and_refuses_incomplete_ones(tmp_path, capsys):
     multirun, dest = tmp_path / "multirun", tmp_path / "results"
     _fake_sweep(multirun, "seeds")
     _fake_sweep(multirun, "contradiction_sweep", failed=1)
-    code = publish_results.main(["--only", "none", "--sweeps", "seeds,contradiction_sweep,half_life",
+    code = publish.main(["--only", "none", "--sweeps", "seeds,contradiction_sweep,half_life",
                                  "--multirun-dir", str(multirun), "--results-dir", str(dest)])
     err = capsys.readouterr().err
     assert code == 1
@@ -507,11 +510,11 @@ def test_publish_sweeps_found_and_refuses_incomplete_ones(tmp_path, capsys):
         assert (dest / "seeds" / name).read_bytes() == (multirun / "seeds" / name).read_bytes()
     assert set(prov["files"]) == {"queries.csv", "summary.json", "tidy.csv", "tidy.provenance.json"}
     # auto: every sweep folder found; an incomplete one is skipped with a warning, or published when allowed
-    code = publish_results.main(["--only", "none", "--sweeps", "auto",
+    code = publish.main(["--only", "none", "--sweeps", "auto",
                                  "--multirun-dir", str(multirun), "--results-dir", str(dest)])
     assert code == 0 and "skipped: sweep 'contradiction_sweep'" in capsys.readouterr().err
     assert not (dest / "contradiction_sweep").exists()
-    code = publish_results.main(["--only", "none", "--sweeps", "auto", "--allow-incomplete",
+    code = publish.main(["--only", "none", "--sweeps", "auto", "--allow-incomplete",
                                  "--multirun-dir", str(multirun), "--results-dir", str(dest)])
     assert code == 0
     assert json.loads((dest / "contradiction_sweep" / "PROVENANCE.json").read_text())["complete"] is False
@@ -524,8 +527,8 @@ def test_the_committed_results_pass_the_gate():
     recomputed from the files). The reruns of `make regress` are not repeated here: CI runs `make regress`
     itself (.ci/run), and rerunning main with the real model would add two minutes to `make test`."""
     if not (REPO / "results" / "expected.json").is_file():
-        pytest.fail("results/expected.json is missing: run publish_results, then regress --write-expected")
-    r = subprocess.run([sys.executable, "-m", "smartvector_bench.tools.gate.regress", "--results-from", "results"], cwd=REPO,
+        pytest.fail("results/expected.json is missing: run `make results` (the publisher, then the gate's --write-expected)")
+    r = subprocess.run([sys.executable, "-m", "smartvector_bench.tools.gate", "--results-from", "results"], cwd=REPO,
                        capture_output=True, text=True, timeout=600, check=False)
     assert r.returncode == 0, r.stdout[-5000:] + r.stderr[-2000:]
     summary = r.stdout.strip().splitlines()[-1]

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench.tools.gate import regress, sweeps as regress_sweeps
+from smartvector_bench.tools.gate import cli as gate_cli, sweep_reruns
+from smartvector_bench.tools.gate.committed import check_committed
+from smartvector_bench.tools.gate.expected import read_expected
 
 from .conftest import REPO
 
@@ -23,7 +25,7 @@ def blessed(tmp_path_factory) -> Path:
     assert (REPO / "results" / "expected.json").is_file(), "results/expected.json is committed"
     dst = tmp_path_factory.mktemp("blessed") / "results"
     shutil.copytree(REPO / "results", dst)
-    assert regress.main(["--write-expected", "--results", str(dst)]) == 0
+    assert gate_cli.main(["--write-expected", "--results", str(dst)]) == 0
     return dst
 
 
@@ -35,8 +37,8 @@ def tree(blessed, tmp_path) -> Path:
 
 
 def fails(root: Path) -> list[tuple[str, str]]:
-    expected = regress.read_expected(root / "expected.json")
-    rows, got_root = regress.check_committed(root / "expected.json", expected)
+    expected = read_expected(root / "expected.json")
+    rows, got_root = check_committed(root / "expected.json", expected)
     assert got_root == root.resolve()
     return [(str(Path(r.file).relative_to(got_root)), r.metric) for r in rows if not r.ok]
 
@@ -126,7 +128,7 @@ def test_nothing_unaltered_is_named(edited):
 def test_a_sweep_summary_edit_fails_naming_the_json_path(edited, capsys):
     tree, got, _ = edited
     assert ("seeds/summary.json", "results.systems.smartvector.test.top1.mean") in got
-    code = regress.main(["--results-from", str(tree), "--results", str(tree)])
+    code = gate_cli.main(["--results-from", str(tree), "--results", str(tree)])
     out = capsys.readouterr().out
     assert code == 1
     line = next(ln for ln in out.splitlines() if "results.systems.smartvector.test.top1.mean" in ln)
@@ -151,7 +153,7 @@ def test_an_lvl_eval_figure_edit_fails_naming_it(edited):
 
 
 def test_lvl_eval_timings_are_not_expected_values(blessed):
-    exp = regress.read_expected(blessed / "expected.json")["experiments"]["lvl_eval"]
+    exp = read_expected(blessed / "expected.json")["experiments"]["lvl_eval"]
     assert "lvl_eval.change_detection.must_embed.recall" in exp
     assert exp["lvl_eval.reembedding.all_steps.pooled"]["kind"] == "exact6"
     assert "lvl_eval.verdicts.temporal_accuracy" in exp
@@ -175,7 +177,7 @@ def _row(seed: str, system: str, split: str, **kw) -> dict:
 
 
 def _compare(rerun, committed):
-    return regress_sweeps.compare_tidy("seeds", rerun, committed, ["dataset.seed"], HEADER)
+    return sweep_reruns.compare_tidy("seeds", rerun, committed, ["dataset.seed"], HEADER)
 
 
 def test_identical_rerun_rows_pass_and_bookkeeping_is_not_compared():
@@ -218,15 +220,15 @@ def test_the_reduced_rerun_command_narrows_the_recorded_multirun(tmp_path):
     folder.mkdir()
     (folder / "tidy.provenance.json").write_text(json.dumps(
         {"task_overrides": ["experiment=seeds", "embedder=hashing", "dataset.seed=1,2", "print_table=false"]}))
-    cmd = regress_sweeps.rerun_command("seeds", folder, tmp_path / "run", tmp_path / "emb.sqlite", ["bench"])
+    cmd = sweep_reruns.rerun_command("seeds", folder, tmp_path / "run", tmp_path / "emb.sqlite", ["bench"])
     assert cmd == ["bench", "-m", "experiment=seeds", "embedder=hashing", "dataset.seed=1",
                    f"hydra.sweep.dir={tmp_path / 'run'}", f"embedder.cache_path={tmp_path / 'emb.sqlite'}",
                    "print_table=false"]
-    assert set(regress_sweeps.REDUCED) == {"seeds", "ablation", "contradiction_sweep", "half_life", "tune"}
+    assert set(sweep_reruns.REDUCED) == {"seeds", "ablation", "contradiction_sweep", "half_life", "tune"}
 
 
 def test_an_unpublished_sweep_is_skipped_with_a_note(tmp_path):
-    r = regress_sweeps.rerun_sweep("tune", tmp_path, tmp_path / "w", ["false"], {}, tmp_path)
+    r = sweep_reruns.rerun_sweep("tune", tmp_path, tmp_path / "w", ["false"], {}, tmp_path)
     assert r.checks == [] and r.error is None and "not published" in r.note
 
 
@@ -234,11 +236,11 @@ def test_an_unpublished_sweep_is_skipped_with_a_note(tmp_path):
 
 def test_write_expected_on_an_unchanged_tree_is_byte_identical_and_says_so(tree, capsys):
     # first in place (the copy's folder names differ from the blessed tree's: sources.*.folder, generated_by)
-    assert regress.main(["--write-expected", "--results", str(tree)]) == 0
+    assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 0
     first = capsys.readouterr().out
     assert "changed sources.main.folder: " in first and "changed experiments." not in first
     before = (tree / "expected.json").read_bytes()
-    assert regress.main(["--write-expected", "--results", str(tree)]) == 0
+    assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 0
     out = capsys.readouterr().out
     assert (tree / "expected.json").read_bytes() == before
     assert "expected.json unchanged" in out
@@ -249,7 +251,7 @@ def test_write_expected_prints_every_change(tree, capsys):
           lambda d: d["systems"]["oracle"]["dev"].update(recall_at_5=0.5))
     (tree / "notes.txt").write_text("x\n")
     _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d.pop("detection_quality", None))
-    assert regress.main(["--write-expected", "--results", str(tree)]) == 0
+    assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("changed experiments.main.main.systems.oracle.dev.recall_at_5: ") and
                ln.endswith("-> 0.5 (exact4)") for ln in out), out[:20]

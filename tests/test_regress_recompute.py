@@ -1,4 +1,4 @@
-"""The regression gate's own recomputation of main's metrics from the run files (``regress.recompute_rows``),
+"""The regression gate's own recomputation of main's metrics from the run files (``recompute.recompute_rows``),
 p-values on a log scale and the ECE bins in the expected values.
 
 Fast: one tiny ``main`` run (hashing embedder), copied per test. An edit is re-blessed with ``--write-expected``
@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench.tools.gate import regress, files as regress_files
+from smartvector_bench.tools.gate import cli as gate_cli, files as gate_files, invariants, recompute
+from smartvector_bench.tools.gate.committed import check_committed
+from smartvector_bench.tools.gate.expected import read_expected
+from smartvector_bench.tools.gate.paths import compare
+from smartvector_bench.tools.gate.report import Row
 
 from .conftest import REPO
 from .test_regress import _run_small, committed_fails
@@ -24,7 +28,7 @@ from .test_regress import _run_small, committed_fails
 def tiny_main(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tiny_main")
     _run_small("main", root / "main")
-    assert regress.main(["--write-expected", "--results-from", str(root), "--expected", str(root / "expected.json"),
+    assert gate_cli.main(["--write-expected", "--results-from", str(root), "--expected", str(root / "expected.json"),
                          "--only", "main"]) == 0
     return root
 
@@ -46,7 +50,7 @@ def _write_metrics(root: Path, doc: dict) -> None:
 
 def _rebless(root: Path) -> None:
     """New expected values and manifest from the edited files: only the invariants can catch the edit."""
-    assert regress.main(["--write-expected", "--results-from", str(root), "--expected", str(root / "expected.json"),
+    assert gate_cli.main(["--write-expected", "--results-from", str(root), "--expected", str(root / "expected.json"),
                          "--only", "main"]) == 0
 
 
@@ -54,13 +58,13 @@ def _rehash(root: Path) -> None:
     """Only the manifest (and the sources hash) follow the edit: the expected values stay."""
     path = root / "expected.json"
     doc = json.loads(path.read_text())
-    doc["manifest"] = regress_files.build_manifest(root, path)
+    doc["manifest"] = gate_files.build_manifest(root, path)
     doc["sources"]["main"]["sha256"] = doc["manifest"]["files"]["main/metrics.json"]["sha256"]
     path.write_text(json.dumps(doc, indent=1))
 
 
-def _rows(root: Path) -> list[regress.Row]:
-    rows, _ = regress.check_committed(root / "expected.json", regress.read_expected(root / "expected.json"))
+def _rows(root: Path) -> list[Row]:
+    rows, _ = check_committed(root / "expected.json", read_expected(root / "expected.json"))
     return rows
 
 
@@ -99,7 +103,7 @@ def test_a_stored_metric_edit_is_caught_by_the_recomputation(root, key):
     _rebless(root)
     # the calibration block (once the evaluator writes one) repeats the raw test ECE: it no longer agrees
     cal = [("main/metrics.json", f"calibration.smartvector.{method}.{key}")
-           for method in (m.get("calibration") or {}).get("smartvector", {}) if key in regress.CALIBRATION_RAW]
+           for method in (m.get("calibration") or {}).get("smartvector", {}) if key in invariants.CALIBRATION_RAW]
     assert sorted(committed_fails(root)) == sorted([("main/metrics.json", f"systems.smartvector.test.{key}"), *cal])
 
 
@@ -196,14 +200,14 @@ P = "main.systems.smartvector.test.mcnemar_p"
                                   "feedback_loop.summary.last_round_mcnemar_live_vs.plain_cosine.p_value"])
 def test_p_values_compare_on_a_log_scale(path):
     spec = {"value": 1e-6, "tolerance": 0.0, "kind": "exact4"}
-    assert regress.compare(spec, 1.0001e-6, path) == (True, "")
-    ok, why = regress.compare(spec, 3e-6, path)
+    assert compare(spec, 1.0001e-6, path) == (True, "")
+    ok, why = compare(spec, 3e-6, path)
     assert not ok and "log10" in why
-    assert not regress.compare(spec, 0.0, path)[0]
-    assert regress.compare({**spec, "value": 0.0}, 0.0, path)[0]
-    assert not regress.compare({**spec, "value": 0.0}, 1e-300, path)[0]
-    assert not regress.compare({**spec, "value": 0.5}, 0.5002, path)[0]  # still 4 decimals as well
-    assert regress.compare(spec, 3e-6, "main.systems.x.dev.top1")[0]  # not a p-value: 4 decimals only
+    assert not compare(spec, 0.0, path)[0]
+    assert compare({**spec, "value": 0.0}, 0.0, path)[0]
+    assert not compare({**spec, "value": 0.0}, 1e-300, path)[0]
+    assert not compare({**spec, "value": 0.5}, 0.5002, path)[0]  # still 4 decimals as well
+    assert compare(spec, 3e-6, "main.systems.x.dev.top1")[0]  # not a p-value: 4 decimals only
 
 
 @pytest.mark.parametrize("stored, ok", [(3e-6, False), (1.0001e-6, True)])
@@ -226,7 +230,7 @@ def test_expected_values_regenerated_on_a_copy_of_results_pass(tmp_path):
     the copy passes, and it takes seconds (both datasets regenerated from their seeds)."""
     dst = tmp_path / "results"
     shutil.copytree(REPO / "results", dst)
-    assert regress.main(["--write-expected", "--results-from", str(dst), "--expected", str(dst / "expected.json")]) == 0
+    assert gate_cli.main(["--write-expected", "--results-from", str(dst), "--expected", str(dst / "expected.json")]) == 0
     t0 = time.perf_counter()
     rows = _rows(dst)
     assert time.perf_counter() - t0 < 60
@@ -240,32 +244,32 @@ def test_expected_values_regenerated_on_a_copy_of_results_pass(tmp_path):
 
 def test_brier_and_auroc_by_hand():
     # None counts as 0.0: ((0.9-1)^2 + (0.2-0)^2 + 0 + (0.5-1)^2) / 4
-    assert regress.recompute_brier([0.9, 0.2, None, 0.5], [True, False, False, True]) == pytest.approx(0.075)
+    assert recompute.recompute_brier([0.9, 0.2, None, 0.5], [True, False, False, True]) == pytest.approx(0.075)
     # pairs (correct, wrong): 0.9>0.5, 0.9>0.1, 0.5=0.5 (half), 0.5>0.1 -> 3.5 / 4
-    assert regress.recompute_auroc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(0.875)
-    assert regress.recompute_auroc([float("nan"), 0.3], [False, True]) == 1.0  # NaN counts as 0.0
-    assert regress.recompute_auroc([0.2, 0.7], [True, True]) is None  # one class
+    assert recompute.recompute_auroc([0.9, 0.5, 0.5, 0.1], [True, True, False, False]) == pytest.approx(0.875)
+    assert recompute.recompute_auroc([float("nan"), 0.3], [False, True]) == 1.0  # NaN counts as 0.0
+    assert recompute.recompute_auroc([0.2, 0.7], [True, True]) is None  # one class
     from smartvector_bench.core.metrics import calibration  # the evaluator's module agrees on the same inputs
 
     conf, ok = [0.9, 0.5, 0.5, 0.1, 0.7, 0.0], [True, True, False, False, False, True]
-    assert regress.recompute_auroc(conf, ok) == pytest.approx(calibration.auroc(conf, ok))
-    assert regress.recompute_brier(conf, ok) == pytest.approx(calibration.brier(conf, ok))
+    assert recompute.recompute_auroc(conf, ok) == pytest.approx(calibration.auroc(conf, ok))
+    assert recompute.recompute_brier(conf, ok) == pytest.approx(calibration.brier(conf, ok))
 
 
 def _score_inputs():
-    judgments = regress.Judgments(qrels={f"q{i}": {f"c{i}": 1} for i in range(6)}, stale={}, rumor={})
+    judgments = recompute.Judgments(qrels={f"q{i}": {f"c{i}": 1} for i in range(6)}, stale={}, rumor={})
     conf = [0.9, 0.5, 0.5, 0.1, 0.7, None]
     hit = [True, True, False, False, False, True]
     run_rows = [{"query_id": f"q{i}", "split": "test", "category": "current", "confidence": c,
                  "ranked": [f"c{i}" if h else "other"], "correct": h, "stale": False, "rumor": False}
                 for i, (c, h) in enumerate(zip(conf, hit))]
-    brier = round(regress.recompute_brier(conf, hit), 6)
-    auroc = round(regress.recompute_auroc(conf, hit), 6)
+    brier = round(recompute.recompute_brier(conf, hit), 6)
+    auroc = round(recompute.recompute_auroc(conf, hit), 6)
     return judgments, run_rows, brier, auroc
 
 
 def _score_rows(per_split, run_rows, judgments):
-    rows = regress.recompute_rows("main", "x", per_split, run_rows, judgments)
+    rows = recompute.recompute_rows("main", "x", per_split, run_rows, judgments)
     return {r.metric: r for r in rows if r.metric.rsplit(".", 1)[-1] in ("brier", "auroc")}
 
 
@@ -299,14 +303,14 @@ def test_the_calibration_block_must_repeat_the_splits_raw_figures():
     rep = {"ece": 0.2, "brier": 0.25, "auroc": 0.7, "n_test": 6, "n_dev": 4, "bins": {"counts": [1, 5]},
            "ece_calibrated": 0.1}
     cal = {"x": {"platt": dict(rep), "isotonic": dict(rep)}}
-    rows = regress.calibration_rows("main", cal, systems)
+    rows = invariants.calibration_rows("main", cal, systems)
     assert rows and all(r.ok for r in rows)
     cal["x"]["isotonic"].update(auroc=0.71, n_dev=5)
     cal["x"]["platt"]["bins"] = {"counts": [2, 4]}
-    bad = [r.metric for r in regress.calibration_rows("main", cal, systems) if not r.ok]
+    bad = [r.metric for r in invariants.calibration_rows("main", cal, systems) if not r.ok]
     assert bad == ["main.calibration.x.platt.bins.counts", "main.calibration.x.isotonic.auroc",
                    "main.calibration.x.isotonic.n_dev"]
-    bad = [r.metric for r in regress.calibration_rows("main", {"y": {"platt": rep}}, systems) if not r.ok]
+    bad = [r.metric for r in invariants.calibration_rows("main", {"y": {"platt": rep}}, systems) if not r.ok]
     assert bad == ["main.calibration.y"]
 
 
@@ -342,7 +346,7 @@ def test_brier_auroc_and_calibration_in_a_metrics_file_are_checked(root):
 
 
 def test_auroc_bounds_cover_every_order_that_rounding_hides():
-    from smartvector_bench.tools.gate.regress import auroc_bounds, recompute_auroc
+    from smartvector_bench.tools.gate.recompute import auroc_bounds, recompute_auroc
 
     # full precision: the correct query is above the wrong one; the run file's 6 decimals tie them
     full = [0.1234561, 0.1234559, 0.9]

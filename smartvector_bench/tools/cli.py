@@ -14,13 +14,14 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from experiments import KINDS as EXPERIMENTS  # noqa: F401 - re-exported: the experiments, declared once
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.systems import discovery
 from smartvector_bench.core import scratch
 from smartvector_bench.core.cli_errors import hydra_entry, one_line, reports_bad_input
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.tools.sweeps import STATUS_FILE, resume
-from smartvector_bench.tools.validate import EXPERIMENTS, experiment_module, validate_config  # noqa: F401 - re-exported
+from smartvector_bench.tools.validate import experiment_module, validate_config  # noqa: F401 - re-exported
 
 # Importing .sweeps (above) registers ${svb_dirname:}, used by hydra.sweep.subdir, in every job process.
 

@@ -1,7 +1,7 @@
-"""File integrity of the committed results, for the regression gate (``smartvector_bench.tools.gate.regress``).
+"""File integrity of the committed results, for the regression gate (``python -m smartvector_bench.tools.gate``).
 
-``python -m smartvector_bench.tools.gate.regress --write-expected`` records a manifest of every file under the results root
-(relative path -> sha256 and size; the expected file itself excepted) under ``manifest`` in ``expected.json``.
+``python -m smartvector_bench.tools.gate --write-expected`` records a manifest of every file under the results
+root (relative path -> sha256 and size; the expected file itself excepted) under ``manifest`` in ``expected.json``.
 The gate then checks, before any rerun:
 
 - every recorded file is present with its recorded sha256 and size (an edit anywhere in a file, tracked metric
@@ -13,7 +13,7 @@ The gate then checks, before any rerun:
 - each ``PROVENANCE.json`` ``files`` entry (written by the publisher from the run's own bytes) matches the file,
   so a hand edit re-blessed with ``--write-expected`` still fails unless the provenance is forged as well.
 
-Pure file checks: no knowledge of the metrics (``regress`` recomputes those from the same files)."""
+Pure file checks: no knowledge of the metrics (``committed.py`` recomputes those from the same files)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
-"""The published sweeps for the regression gate (``smartvector_bench.tools.gate.regress``): summaries recomputed from their
-own tidy.csv, and reduced reruns of each preset through the real CLI compared row by row.
+"""The published sweeps for the regression gate (``python -m smartvector_bench.tools.gate``): each summary.json
+recomputed from its own tidy.csv. The reduced reruns of each preset are ``sweep_reruns.py``.
 
 Why: a sweep's ``summary.json`` is what the paper quotes, but it is written by the same collector
 (``sweeps/collect.py``) that wrote ``tidy.csv``; the gate recomputes it with a second, small implementation
-(pandas) so that a summary edited by hand, or a collector bug, fails naming the number. And a sweep is never
-rerun whole in CI (27-128 jobs), so each preset is rerun on a few of its own jobs, the same multirun command it
-was published with, and those jobs' tidy rows must equal the committed ones.
+(pandas) so that a summary edited by hand, or a collector bug, fails naming the number.
 
-1. ``check_summaries(root)`` (committed check, about a second): for every ``<root>/<preset>/`` holding
+``check_summaries(root)`` (committed check, about a second): for every ``<root>/<preset>/`` holding
    ``tidy.csv`` and ``summary.json``, every number of ``summary.json``'s ``results`` is recomputed from tidy.csv
    (usable jobs: status complete or skipped; mean and sample sd, ddof 1, None below 2 values; the per-seed
    values; tune's winner by dev top-1, then dev MRR@10, then the smaller override string, and its dev top-5;
@@ -18,31 +16,13 @@ was published with, and those jobs' tidy rows must equal the committed ones.
    each tidy row's n_queries, top1, stale_rate and rumor_rate. tune's ``winner.weights`` comes from the job's
    config, not tidy.csv: only its swept entries are checked. A miss names the file and the JSON path:
    ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean summary 0.269, tidy.csv gives 0.259``.
-2. ``rerun_sweeps(root, workdir)``: each published preset in ``REDUCED`` is rerun as a Hydra multirun with its
-   sweeper params narrowed on the command line (a swept key given on the command line replaces the preset's
-   list: Hydra 1.3's basic sweeper lets the command line win), with the task overrides the publication
-   recorded (``tidy.provenance.json``), into a temp folder, sharing a private embedding cache (a vector depends
-   on its text alone). ``compare_tidy`` then matches each rerun job to the committed job with the same swept
-   values and compares every committed tidy.csv column per system and split: metrics at 6 decimals, p-values
-   (``mcnemar_p``, ``permutation_p``) also on a log10 scale, n_queries, dataset_sha256 and dataset_seed
-   exactly. Not compared: the job bookkeeping columns, ``git_sha`` and ``config_sha256`` (another commit, another
-   cache path). A committed sweep without the rerun job, or a column missing from the rerun, is a miss; a preset
-   not published is skipped with a note.
-
-lvl_eval is rerun by ``regress`` itself (``EXPERIMENTS['lvl_eval']``, ``experiment.repeats=1``) and compared
-with the expected values of every non-timing figure; see ``regress``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import subprocess
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,26 +33,8 @@ JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
 USABLE = ("complete", "skipped")
 STATUSES = ("complete", "skipped", "failed", "missing")
 SPLITS = ("dev", "test")
-P_COLUMNS = ("mcnemar_p", "permutation_p")
-EXACT_COLUMNS = ("dataset_sha256", "dataset_seed", "n_queries")
-NOT_COMPARED = ("git_sha", "config_sha256")
 DECIMALS = 6
 TOL = 10 ** -DECIMALS + 1e-12  # one unit of the 6th decimal: both sides are 6-decimal roundings of float sums
-
-# The reduced reruns, one place: preset -> command-line overrides that narrow its sweeper params to a few of its
-# own jobs. Measured on this 2-core machine with the real model, under other load, two at a time: 287 s for all
-# five (seeds 287 s, its one job runs all 13 systems, smartvector_ref and smartvector_ref_soft ~300 s of CPU
-# between them; beside it ablation 53 s, contradiction_sweep 63 s, half_life 32 s, tune 25 s).
-REDUCED: dict[str, tuple[str, ...]] = {
-    "seeds": ("dataset.seed=1",),
-    "ablation": ("weights=paper,no_confidence", "dataset.seed=1"),
-    "contradiction_sweep": ("dataset.contradiction_rate=0.0,0.75", "dataset.seed=1"),
-    "half_life": ("retrievers.smartvector.temporal.half_life_days=30",
-                  "retrievers.smartvector.confidence.half_life_days=7,365"),
-    "tune": ("retrievers.smartvector.weights.semantic=0.7", "retrievers.smartvector.weights.temporal=0",
-             "retrievers.smartvector.weights.confidence=0.25", "retrievers.smartvector.weights.relational=0,0.15"),
-}
-SWEEPS = tuple(REDUCED)
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
 BY_KEY = {"contradiction_sweep": "dataset.contradiction_rate", "ablation": "weights"}
 
@@ -315,7 +277,7 @@ def compare_tree(stored: Any, recomputed: Any, path: str, file: str) -> list[Che
                   "" if ok else (f"differs at {DECIMALS} decimals" if numbers else "differs"))]
 
 
-# -- 1. the committed summaries ---------------------------------------------------------------------------------
+# -- the committed summaries -----------------------------------------------------------------------------------
 
 def sweep_folders(root: Path) -> list[Path]:
     """Every published sweep folder under the results root: one holding tidy.csv and summary.json."""
@@ -392,179 +354,3 @@ def check_queries(folder: Path, tidy) -> list[Check]:
             checks.append(Check(rel, f"{name}.{metric}", want, got, ok, "" if ok else f"mean of {col} differs",
                                 ("queries.csv gives", "tidy.csv")))
     return checks
-
-
-# -- 2. reduced reruns ------------------------------------------------------------------------------------------
-
-def _norm(v: Any) -> Any:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return str(v)
-
-
-def _job_key(row: dict, keys: list[str]) -> tuple:
-    return tuple((k, _norm(row.get(k))) for k in keys)
-
-
-def _label(key: tuple) -> str:
-    return ",".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in key)
-
-
-def compare_tidy(preset: str, rerun_rows: list[dict], committed_rows: list[dict], swept: list[str],
-                 columns: list[str]) -> list[Check]:
-    """Each rerun job's tidy rows (per system and split) against the committed job with the same swept values:
-    every committed column but the job bookkeeping and NOT_COMPARED ones. ``columns``: the committed header."""
-    from smartvector_bench.tools.gate.regress import P_LOG10_TOL, _log10_close
-
-    file = f"{preset}/{TIDY}"
-    value_cols = [c for c in columns if c not in JOB_COLUMNS and c not in swept and c not in ("system", "split")
-                  and c not in NOT_COMPARED]
-    committed: dict[tuple, dict] = {}
-    for r in committed_rows:
-        if r.get("status") in USABLE and r.get("system"):
-            committed[(_job_key(r, swept), r["system"], r["split"])] = r
-    jobs = {_job_key(r, swept) for r in committed_rows}
-    checks: list[Check] = []
-    seen = set()
-    for r in rerun_rows:
-        key = _job_key(r, swept)
-        where = f"{preset}.tidy[{_label(key)}"
-        if r.get("status") not in USABLE or not r.get("system"):
-            checks.append(Check(file, f"{where}].status", "complete", r.get("status"), False,
-                                "the rerun job has no usable metrics", ("rerun", "expected")))
-            continue
-        if key not in jobs:
-            if key not in seen:
-                checks.append(Check(file, f"{where}]", "a committed job", "MISSING", False,
-                                    "the committed sweep has no such job", ("committed", "rerun has")))
-            seen.add(key)
-            continue
-        c = committed.get((key, r["system"], r["split"]))
-        name = f"{where},system={r['system']},split={r['split']}]"
-        if c is None:
-            checks.append(Check(file, name, "a committed row", "MISSING", False,
-                                "no committed row for this system and split", ("committed", "rerun has")))
-            continue
-        for col in value_cols:
-            if col not in r:
-                checks.append(Check(file, f"{name}.{col}", c.get(col), "MISSING", False,
-                                    "column missing from the rerun", ("rerun", "committed")))
-                continue
-            got, want = r[col], c[col]
-            if col in EXACT_COLUMNS or _num_or_none(want) is False:
-                ok, why = got == want, "differs"
-            else:
-                g, w = _num_or_none(got), _num_or_none(want)
-                if g is None or w is None:
-                    ok, why = g is None and w is None, "empty on one side"
-                else:
-                    ok = round(g, DECIMALS) == round(w, DECIMALS)
-                    why = f"differs at {DECIMALS} decimals"
-                    if ok and col in P_COLUMNS:
-                        ok, why = _log10_close(g, w)
-                        why = why or f"log10 +/- {P_LOG10_TOL:g}"
-            checks.append(Check(file, f"{name}.{col}", want, got, ok, "" if ok else why, ("rerun", "committed")))
-    return checks
-
-
-def _num_or_none(s: Any):
-    """A float, None for an empty cell, False for a non-number."""
-    if s is None or s == "":
-        return None
-    try:
-        return float(s)
-    except ValueError:
-        return False
-
-
-def _key_of(override: str) -> str:
-    return override.split("=", 1)[0].lstrip("+~")
-
-
-def rerun_command(preset: str, folder: Path, sweep_dir: Path, cache: Path, bench: list[str]) -> list[str]:
-    """The multirun the publication recorded (its task overrides in tidy.provenance.json, else the
-    PROVENANCE.json command), narrowed by ``REDUCED[preset]`` into ``sweep_dir`` with a private cache."""
-    recorded: list[str] = []
-    try:
-        recorded = [str(x) for x in json.loads((folder / TIDY_PROVENANCE).read_text(encoding="utf-8"))
-                    .get("task_overrides") or []]
-    except (OSError, ValueError, AttributeError):
-        pass
-    if not recorded:
-        try:
-            cmd = json.loads((folder / "PROVENANCE.json").read_text(encoding="utf-8")).get("command") or []
-            recorded = [str(x) for x in cmd[1:] if x != "-m"]
-        except (OSError, ValueError, AttributeError):
-            recorded = []
-    if not any(_key_of(o) == "experiment" for o in recorded):
-        recorded.insert(0, f"experiment={preset}")
-    ours = [*REDUCED[preset], f"hydra.sweep.dir={sweep_dir}", f"embedder.cache_path={cache}", "print_table=false"]
-    mine = {_key_of(o) for o in ours}
-    return [*bench, "-m", *[o for o in recorded if _key_of(o) not in mine], *ours]
-
-
-@dataclass
-class SweepRerun:
-    preset: str
-    command: list[str] = field(default_factory=list)
-    wall_time_s: float = 0.0
-    error: str | None = None
-    checks: list[Check] = field(default_factory=list)
-    note: str = ""
-
-
-def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: dict, cwd: Path,
-                extra: tuple[str, ...] = (), timeout: float | None = None) -> SweepRerun:
-    """One reduced rerun of ``preset`` and its comparison with ``root/<preset>/tidy.csv``."""
-    import csv
-
-    folder = Path(root) / preset
-    r = SweepRerun(preset)
-    if not (folder / TIDY).is_file():
-        r.note = f"{preset}: not published in {root} (no {preset}/{TIDY}); reduced rerun skipped"
-        return r
-    sweep_dir = Path(workdir) / preset
-    if sweep_dir.exists():
-        shutil.rmtree(sweep_dir)
-    r.command = rerun_command(preset, folder, sweep_dir, Path(workdir) / "embeddings.sqlite", bench) + list(extra)
-    log = Path(workdir) / f"{preset}.log"
-    t0 = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as fh:
-        try:
-            proc = subprocess.run(r.command, cwd=cwd, env={**os.environ, **env}, stdout=fh,
-                                  stderr=subprocess.STDOUT, timeout=timeout, check=False)
-            if proc.returncode != 0:
-                r.error = f"exit code {proc.returncode}"
-        except subprocess.TimeoutExpired:
-            r.error = f"timed out after {timeout:g} s"
-        except OSError as exc:
-            r.error = f"could not start {r.command[0]}: {exc}"
-    r.wall_time_s = time.perf_counter() - t0
-    if r.error is None and not (sweep_dir / TIDY).is_file():
-        r.error = f"{sweep_dir / TIDY} not written"
-    if r.error is not None:
-        tail = [ln for ln in log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n").splitlines()
-                if ln.strip()][-6:]
-        r.checks.append(Check(f"{preset}/{TIDY}", f"{preset} (reduced rerun)", "exit 0", r.error, False,
-                              " / ".join(tail), ("rerun", "expected")))
-        return r
-    with open(folder / TIDY, encoding="utf-8", newline="") as fh:
-        reader = csv.DictReader(fh)
-        header, committed_rows = list(reader.fieldnames or []), list(reader)
-    with open(sweep_dir / TIDY, encoding="utf-8", newline="") as fh:
-        rerun_rows = list(csv.DictReader(fh))
-    swept = header[len(JOB_COLUMNS):header.index("system")] if "system" in header else []
-    r.checks = compare_tidy(preset, rerun_rows, committed_rows, swept, header)
-    if not rerun_rows:
-        r.checks.append(Check(f"{preset}/{TIDY}", f"{preset} (reduced rerun)", "jobs", "none", False,
-                              "the rerun's tidy.csv has no rows", ("rerun", "expected")))
-    return r
-
-
-def rerun_sweeps(presets: list[str], root: Path, workdir: Path, bench: list[str], env: dict, cwd: Path,
-                 jobs: int = 1, extra: tuple[str, ...] = ()) -> dict[str, SweepRerun]:
-    Path(workdir).mkdir(parents=True, exist_ok=True)
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env, cwd, extra) for p in presets}
-    return {p: f.result() for p, f in futures.items()}

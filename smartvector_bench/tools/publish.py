@@ -1,14 +1,14 @@
-"""``python -m experiments.publish_results`` (``make results``): rerun the default experiments through the real CLI
+"""``python -m smartvector_bench.tools.publish`` (``make results``): rerun the default experiments through the real CLI
 and publish their outputs, with provenance, under ``results/<name>/``; publish finished sweep presets too.
 
-    python -m experiments.publish_results                          # main, reembed_cost, feedback_loop + sweeps found
-    python -m experiments.publish_results --only main,reembed_cost # these experiments only (no sweeps)
-    python -m experiments.publish_results --only none --sweeps seeds,contradiction_sweep
+    python -m smartvector_bench.tools.publish                          # every experiment + the sweeps found
+    python -m smartvector_bench.tools.publish --only main,reembed_cost # these experiments only (no sweeps)
+    python -m smartvector_bench.tools.publish --only none --sweeps seeds,contradiction_sweep
 
 Each experiment runs as ``smartvector-bench experiment=<name> hydra.run.dir=<fixed temp folder>
 embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the same command and environment
-``make regress`` reruns; see ``smartvector_bench.tools.gate.regress.rerun_command`` and ``RERUN_ENV``), two at a time on
-two or more cores (``--jobs``). Only after the run exits 0 and its result JSON parses are its files
+``make regress`` reruns; see ``rerun_command`` and ``RERUN_ENV`` in ``smartvector_bench/tools/gate/rerun.py``), two at
+a time on two or more cores (``--jobs``). Only after the run exits 0 and its result JSON parses are its files
 copied into ``results/<name>/``: main: ``metrics.json``, ``table.md``, ``run_<system>.jsonl``; reembed_cost:
 ``reembed_cost.json``, ``table.md``; feedback_loop: ``feedback_loop.json``, ``feedback_loop.csv``, ``table.md``
 (not the lineage / explain files). Every file is written atomically, the result JSON after the others and
@@ -43,9 +43,10 @@ from pathlib import Path
 
 from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
 from smartvector_bench.core.provenance import git_sha, package_versions
-from smartvector_bench.tools.gate.regress import DEFAULT_JOBS, EXPERIMENTS, REPO, RERUN_ENV, RESULTS_DIR, Rerun, rerun_many
+from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
+from smartvector_bench.tools.gate.rerun import RERUN_ENV, Rerun, add_rerun_options, rerun_many
 
-PROG = "publish_results"
+PROG = "publish"
 PUBLISH_SCHEMA = "1.0"
 MULTIRUN_DIR = REPO / "multirun"
 SWEEP_REQUIRED = ("tidy.csv", "tidy.provenance.json")
@@ -67,13 +68,6 @@ def _sha(data: bytes) -> str:
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _rel(p: Path) -> str:
-    try:
-        return str(Path(p).resolve().relative_to(REPO))
-    except ValueError:
-        return str(p)
 
 
 def _matches(fname: str, patterns: tuple[str, ...]) -> bool:
@@ -181,13 +175,13 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
         raise PublishError(f"sweep {preset!r}: the name of an experiment; results/{preset}/ is that experiment's")
     src = multirun_dir / preset
     if not src.is_dir():
-        raise PublishError(f"sweep {preset!r}: {_rel(src)} not found (run `smartvector-bench -m "
+        raise PublishError(f"sweep {preset!r}: {rel(src)} not found (run `smartvector-bench -m "
                            f"experiment={preset}` first)")
     files: dict[str, bytes] = {}
     for fname in SWEEP_REQUIRED:
         if not (src / fname).is_file():
-            raise PublishError(f"sweep {preset!r}: {_rel(src / fname)} not found (collect it with "
-                               f"`smartvector-collect {_rel(src)}`)")
+            raise PublishError(f"sweep {preset!r}: {rel(src / fname)} not found (collect it with "
+                               f"`smartvector-collect {rel(src)}`)")
         files[fname] = (src / fname).read_bytes()
     for fname in SWEEP_OPTIONAL:
         if (src / fname).is_file():
@@ -209,9 +203,9 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
         "schema_version": PUBLISH_SCHEMA,
         "kind": "sweep",
         "preset": preset,
-        "source": _rel(src),
+        "source": rel(src),
         "command": ["smartvector-bench", "-m", f"experiment={preset}"],
-        "command_line": f"smartvector-bench -m experiment={preset} && smartvector-collect {_rel(src)}",
+        "command_line": f"smartvector-bench -m experiment={preset} && smartvector-collect {rel(src)}",
         "git": {"sha": sweep_prov.get("git_sha"), "dirty": sweep_prov.get("git_dirty")},
         "packages": sweep_prov.get("packages"),
         "config_sha256": _csv_values(files["tidy.csv"], "config_sha256") if "config_sha256" in cols else None,
@@ -239,7 +233,7 @@ def _split(values: list[str] | None) -> list[str]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m experiments.publish_results",
+    ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.publish",
                                  description="Rerun the default experiments and publish them, with provenance, "
                                              "under results/.")
     ap.add_argument("--only", action="append", metavar="NAMES",
@@ -251,11 +245,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where to publish (default results/)")
     ap.add_argument("--multirun-dir", type=Path, default=MULTIRUN_DIR, help="where sweeps are (default multirun/)")
     ap.add_argument("--allow-incomplete", action="store_true", help="publish sweeps with failed or missing jobs")
-    ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
-                    help=f"experiments rerun at the same time (default {DEFAULT_JOBS}: min(2, cores))")
-    ap.add_argument("--keep", type=Path, metavar="DIR", help="run into DIR and keep the full run folders")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides",
-                    help="extra Hydra override for every rerun (testing; recorded in the command)")
+    add_rerun_options(ap, keep_help="run into DIR and keep the full run folders",
+                      set_help="extra Hydra override for every rerun (testing; recorded in the command)")
     return ap.parse_args(argv)
 
 
@@ -299,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
                 failures.append(name)
                 print(f"{name}: not published: {exc}", file=sys.stderr)
                 continue
-            print(f"{name}: published {len(prov['files'])} files to {_rel(args.results_dir / name)} "
+            print(f"{name}: published {len(prov['files'])} files to {rel(args.results_dir / name)} "
                   f"(run {r.wall_time_s:.1f} s; git {str((prov['git'] or {}).get('sha'))[:12]}"
                   f"{' dirty' if (prov['git'] or {}).get('dirty') else ''})", flush=True)
         if tmp:
@@ -319,7 +310,7 @@ def main(argv: list[str] | None = None) -> int:
             failures.append(preset)
             print(f"{PROG}: {exc}", file=sys.stderr)
             continue
-        print(f"{preset}: published {len(prov['files'])} sweep files to {_rel(args.results_dir / preset)}")
+        print(f"{preset}: published {len(prov['files'])} sweep files to {rel(args.results_dir / preset)}")
     if not names and not sweeps:
         print("nothing to publish (no experiment chosen and no sweep folder found)")
     if failures:

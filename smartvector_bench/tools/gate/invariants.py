@@ -1,0 +1,251 @@
+"""Invariants that must hold for any run, checked on every committed and rerun output: ranges, sums and
+cross-checks for main (and its large and handbook presets, with the recomputation of ``recompute.py``),
+reembed_cost and feedback_loop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from smartvector_bench.tools.gate.common import EXPERIMENTS
+from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
+from smartvector_bench.tools.gate.recompute import SCORE_METRICS, SPLITS, load_judgments, recompute_rows
+from smartvector_bench.tools.gate.report import Row, fmt, invariant
+
+UNIT_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5")  # required, in [0, 1]
+OPTIONAL_UNIT_METRICS = ("leakage_at_10", "mrr_at_1", "ndcg_at_10", "permutation_p")
+CATEGORY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10", "leakage_at_10")
+
+
+def in_unit(metric: str, x: Any) -> Row:
+    bad = bad_number(x)
+    if bad:
+        return invariant(metric, "in [0, 1]", x, False, bad)
+    return invariant(metric, "in [0, 1]", x, 0.0 <= x <= 1.0, "" if 0.0 <= x <= 1.0 else "out of range")
+
+
+def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | None]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        return None, None, f"{path.name} not found ({exc.strerror})"
+    try:
+        first = json.loads(lines[0]) if lines else {}
+        rows = [json.loads(ln) for ln in lines[1:] if ln.strip()]
+    except ValueError as exc:
+        return None, None, f"{path.name}: not valid JSON lines ({exc})"
+    if "_meta" not in first:
+        return None, None, f"{path.name}:1: no _meta header line"
+    return first["_meta"], rows, None
+
+
+def main_invariants(out: Outputs) -> list[Row]:
+    """Invariants of every split of every system in a main metrics.json and its run files."""
+    m = out.doc
+    rows: list[Row] = []
+    systems = m.get("systems")
+    if not isinstance(systems, dict) or not systems:
+        return [invariant(f"{out.name}.systems", "per-system metrics", "MISSING", False, "metrics.json has no systems")]
+    n_total = (m.get("dataset") or {}).get("n_queries")
+    baseline = (m.get("experiment") or {}).get("baseline")
+    judgments, gold_note = load_judgments(out.folder, m)
+    gold = judgments.relevant if judgments is not None else None
+    for name, per_split in systems.items():
+        base = f"{out.name}.systems.{name}"
+        meta, run_rows, err = _read_run_file(out.folder / f"run_{name}.jsonl")
+        if err:
+            rows.append(invariant(f"{base} run file", f"run_{name}.jsonl", "MISSING", False, err))
+        split_sum = 0
+        for split in SPLITS:
+            p = f"{base}.{split}"
+            s = per_split.get(split) if isinstance(per_split, dict) else None
+            if not isinstance(s, dict):
+                rows.append(invariant(p, "split metrics", "MISSING", False, f"key {p} missing"))
+                continue
+            for key in UNIT_METRICS + OPTIONAL_UNIT_METRICS:
+                if key not in s:
+                    if key in UNIT_METRICS:
+                        rows.append(invariant(f"{p}.{key}", "in [0, 1]", "MISSING", False, f"key {p}.{key} missing"))
+                    continue
+                rows.append(in_unit(f"{p}.{key}", s[key]))
+                ci = s.get(f"{key}_ci")
+                if ci is not None:
+                    if not (isinstance(ci, list) and len(ci) == 2):
+                        rows.append(invariant(f"{p}.{key}_ci", "[lo, hi]", ci, False, "not a pair"))
+                    else:
+                        rows += [in_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
+                        if all(bad_number(v) is None for v in ci):
+                            rows.append(invariant(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+            for key in SCORE_METRICS:
+                if key in s:
+                    rows += _score_unit_rows(p, key, s)
+            if "mcnemar_p" not in s:
+                rows.append(invariant(f"{p}.mcnemar_p", "key present", "MISSING", False, f"key {p}.mcnemar_p missing"))
+            elif s["mcnemar_p"] is None and baseline not in systems:
+                rows.append(invariant(f"{p}.mcnemar_p", "None (no baseline run)", None, True))
+            else:
+                rows.append(in_unit(f"{p}.mcnemar_p", s["mcnemar_p"]))
+            n = s.get("n_queries")
+            if not (isinstance(n, int) and not isinstance(n, bool) and n > 0):
+                rows.append(invariant(f"{p}.n_queries", "a positive integer", n if n is not None else "MISSING", False,
+                                 "missing or not a positive integer"))
+                continue
+            split_sum += n
+            top1, mrr10 = s.get("top1"), s.get("mrr_at_10")
+            if bad_number(top1) is None and bad_number(mrr10) is None:
+                rows.append(invariant(f"{p}.mrr_at_10", ">= top1", mrr10, mrr10 >= top1 - 1e-9))
+            if "mrr_at_1" in s and bad_number(s["mrr_at_1"]) is None and bad_number(top1) is None:
+                rows.append(invariant(f"{p}.mrr_at_1", f"== top1 ({top1})", s["mrr_at_1"],
+                                 abs(s["mrr_at_1"] - top1) <= 5e-7))
+            bins = (s.get("ece_bins") or {}).get("counts")
+            if not isinstance(bins, list) or any(not isinstance(c, int) for c in bins):
+                rows.append(invariant(f"{p}.ece_bins.counts", f"sums to n_queries ({n})", "MISSING", False,
+                                 "ece_bins.counts missing or not integers"))
+            else:
+                rows.append(invariant(f"{p}.ece_bins.counts", f"sum == n_queries ({n})", sum(bins), sum(bins) == n))
+            cats = s.get("by_category")
+            if isinstance(cats, dict) and cats:
+                total = sum(c.get("n_queries") or 0 for c in cats.values())
+                rows.append(invariant(f"{p}.by_category", f"n_queries sum == {n}", total, total == n))
+                for cat, cm in cats.items():
+                    for key in CATEGORY_METRICS:
+                        if key in cm:
+                            rows.append(in_unit(f"{p}.by_category.{cat}.{key}", cm[key]))
+            if run_rows is not None:
+                judged = [r for r in run_rows if r.get("split") == split]
+                rows.append(invariant(f"{p}.n_queries", f"== judged {split} queries in run_{name}.jsonl ({len(judged)})",
+                                 n, n == len(judged)))
+                if judged and bad_number(top1) is None:
+                    if gold is not None:
+                        hits = [bool(r.get("ranked")) and r["ranked"][0] in gold.get(r.get("query_id"), set())
+                                for r in judged]
+                        how = "a relevant chunk (qrels) at rank 1 in the run file"
+                    else:
+                        hits = [bool(r.get("correct")) for r in judged]
+                        how = "correct flags in the run file"
+                    mrr1 = sum(hits) / len(judged)
+                    rows.append(invariant(f"{p}.mrr_at_1", f"== top1 ({top1})", round(mrr1, 6),
+                                     abs(mrr1 - top1) <= 5e-7, how))
+        if run_rows is not None and isinstance(per_split, dict):
+            rows += recompute_rows(out.name, name, per_split, run_rows, judgments)
+        if n_total is not None:
+            rows.append(invariant(f"{base}.dev+test n_queries", f"== dataset.n_queries ({n_total})", split_sum,
+                             split_sum == n_total))
+        if run_rows is not None and n_total is not None:
+            rows.append(invariant(f"{base} run file rows", f"== dataset.n_queries ({n_total})", len(run_rows),
+                             len(run_rows) == n_total))
+        if meta is not None:
+            want = (m.get("dataset") or {}).get("sha256")
+            rows.append(invariant(f"{base} run file _meta.dataset_sha256", "== metrics.json dataset.sha256",
+                             meta.get("dataset_sha256"), meta.get("dataset_sha256") == want))
+    if "calibration" in m:
+        rows += calibration_rows(out.name, m.get("calibration"), systems)
+    if gold is None:
+        rows.append(invariant(f"{out.name} gold source", "dataset gold", "-", True, gold_note))
+    return rows
+
+
+def _score_unit_rows(p: str, key: str, s: dict) -> list[Row]:
+    """brier / auroc and their intervals in [0, 1]; AUROC (and its bounds) may be None: a split of one class,
+    which the recomputation checks."""
+    rows = []
+    if not (key == "auroc" and s[key] is None):
+        rows.append(in_unit(f"{p}.{key}", s[key]))
+    ci = s.get(f"{key}_ci")
+    if ci is None:
+        return rows
+    if not (isinstance(ci, list) and len(ci) == 2):
+        return rows + [invariant(f"{p}.{key}_ci", "[lo, hi]", ci, False, "not a pair")]
+    if key == "auroc" and None in ci:
+        return rows
+    rows += [in_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
+    if all(bad_number(v) is None for v in ci):
+        rows.append(invariant(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+    return rows
+
+
+CALIBRATION_RAW = ("ece", "brier", "auroc")  # the report's raw test figures: the split's own
+
+
+def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:
+    """The ``calibration`` block ({system: {method: calibration_report}}, fitted on dev, applied to test): its raw
+    (uncalibrated) test ece / brier / auroc equal ``systems.<system>.test``'s, n_dev / n_test the splits'
+    n_queries, its raw test bins' counts the split's ECE bin counts."""
+    if not isinstance(cal, dict):
+        return [invariant(f"{name}.calibration", "{system: {method: report}}", type(cal).__name__, False,
+                     "not an object")]
+    rows = []
+    for system, methods in cal.items():
+        base = f"{name}.calibration.{system}"
+        per_split = systems.get(system) if isinstance(systems, dict) else None
+        if not isinstance(per_split, dict) or not isinstance(methods, dict):
+            rows.append(invariant(base, "a system of metrics.json", "MISSING", False, f"no systems.{system}"))
+            continue
+        test, dev = per_split.get("test") or {}, per_split.get("dev") or {}
+        for method, rep in methods.items():
+            p = f"{base}.{method}"
+            if not isinstance(rep, dict):
+                rows.append(invariant(p, "a report", type(rep).__name__, False, "not an object"))
+                continue
+            for key in CALIBRATION_RAW:
+                if key in test or key in rep:
+                    want, got = test.get(key, "MISSING"), rep.get(key, "MISSING")
+                    rows.append(invariant(f"{p}.{key}", f"== systems.{system}.test.{key} ({fmt(want)})", got,
+                                     got == want and got != "MISSING", "the raw test figure"))
+            for key, split in (("n_test", test), ("n_dev", dev)):
+                if key in rep:
+                    rows.append(invariant(f"{p}.{key}", f"== n_queries ({split.get('n_queries')})", rep[key],
+                                     rep[key] == split.get("n_queries")))
+            counts = (rep.get("bins") or {}).get("counts") if isinstance(rep.get("bins"), dict) else None
+            if counts is not None:
+                want = (test.get("ece_bins") or {}).get("counts")
+                rows.append(invariant(f"{p}.bins.counts", f"== systems.{system}.test.ece_bins.counts", counts,
+                                 counts == want))
+    return rows
+
+
+def reembed_invariants(out: Outputs) -> list[Row]:
+    r, rows = out.doc, []
+    n_edits = (r.get("config") or {}).get("n_edits")
+    for name, st in (r.get("strategies") or {}).items():
+        p = f"reembed_cost.strategies.{name}.by_edit_type"
+        by = st.get("by_edit_type") or {}
+        if "all" not in by:
+            rows.append(invariant(f"{p}.all", "present", "MISSING", False, f"key {p}.all missing"))
+            continue
+        rows.append(invariant(f"{p}.all.n_edits", f"== config.n_edits ({n_edits})", by["all"].get("n_edits"),
+                         by["all"].get("n_edits") == n_edits))
+        parts = sum((v.get("n_edits") or 0) for k, v in by.items() if k != "all")
+        rows.append(invariant(f"{p}.*.n_edits", f"sum == {n_edits}", parts, parts == n_edits))
+        for group, g in by.items():
+            per, mean = g.get("chunks_reembedded_per_edit"), g.get("chunks_reembedded_mean")
+            if isinstance(per, list) and per and bad_number(mean) is None:
+                rows.append(invariant(f"{p}.{group}.chunks_reembedded_mean", "== mean of per-edit counts", mean,
+                                 abs(sum(per) / len(per) - mean) <= 5e-7))
+    return rows
+
+
+def feedback_invariants(out: Outputs) -> list[Row]:
+    rows: list[Row] = []
+    series = (out.doc or {}).get("series")
+    if out.csv_rows is None:
+        return rows
+    if isinstance(series, list):
+        rows.append(invariant("feedback_loop.csv rows", f"== len(feedback_loop.json series) ({len(series)})",
+                         len(out.csv_rows), len(out.csv_rows) == len(series)))
+    bad = []
+    for i, r in enumerate(out.csv_rows):
+        for col in ("top1", "top1_lo", "top1_hi", "stale_rate", "rumor_rate", "ece"):
+            if col in r:
+                v = csv_number(r[col])
+                if bad_number(v) or not 0.0 <= v <= 1.0:
+                    bad.append(f"row {i + 2} {col}={r[col]!r}")
+    rows.append(invariant("feedback_loop.csv rates", "every rate in [0, 1]", f"{len(bad)} bad", not bad,
+                     "; ".join(bad[:5])))
+    return rows
+
+
+BY_KIND = {"main": main_invariants, "reembed_cost": reembed_invariants, "feedback_loop": feedback_invariants,
+           "shortcut_audit": lambda out: [], "lvl_eval": lambda out: []}
+INVARIANTS = {n: BY_KIND[p.kind] for n, p in EXPERIMENTS.items()}

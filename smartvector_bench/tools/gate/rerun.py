@@ -1,0 +1,120 @@
+"""Reruns through the real CLI, shared by the gate and the publisher (``smartvector_bench/tools/publish.py``):
+``smartvector-bench experiment=<name>`` into a fixed ``hydra.run.dir``, the same command and environment the
+publisher records in each ``results/<name>/PROVENANCE.json``, several at a time in separate processes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO
+
+# The default config of each experiment with the real model; the embedding cache is off so that every rerun
+# embeds with the installed model and packages (a warm cache would hide a model or torch change), and the
+# table is not printed (it is in table.md).
+RERUN_OVERRIDES = ("embedder.cache_path=null", "print_table=false")
+# One math thread per run: the vectors do not depend on it (the embedder runs each forward pass on one math
+# thread and one text, smartvector_bench/core/embedding.py), and on a shared 2-core machine a multi-threaded torch
+# spins against the other processes and runs many times slower. It also lets two experiments run side by side
+# (--jobs 2) without oversubscribing the cores.
+RERUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
+             "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
+# Overrides of the gate's reruns only (the publisher runs the defaults): each preset's ``gate_overrides``.
+GATE_RERUN_EXTRA = {n: p.gate_overrides for n, p in EXPERIMENTS.items() if p.gate_overrides}
+
+
+def bench_executable() -> list[str]:
+    """The ``smartvector-bench`` console script of the running interpreter's environment."""
+    exe = Path(sys.executable).parent / "smartvector-bench"
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("smartvector-bench")
+    if found:
+        return [found]
+    return [sys.executable, "-c", "import sys; from smartvector_bench.tools.cli import main; sys.argv[0] = "
+            "'smartvector-bench'; main()"]
+
+
+def rerun_command(name: str, run_dir: Path, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+    return [*bench_executable(), f"experiment={name}", f"hydra.run.dir={run_dir}", *RERUN_OVERRIDES, *extra]
+
+
+@dataclass
+class Rerun:
+    name: str
+    command: list[str]
+    run_dir: Path
+    log: Path
+    returncode: int | None = None
+    wall_time_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def log_tail(self, n: int = 15) -> str:
+        try:
+            text = self.log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
+        except OSError:
+            return ""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        return "\n".join(lines[-n:])
+
+
+def rerun(name: str, workdir: Path, extra: tuple[str, ...] | list[str] = (), timeout: float | None = None) -> Rerun:
+    """Run one experiment through the CLI into ``workdir/<name>`` (a fixed ``hydra.run.dir``); its output,
+    progress bars included, goes to ``workdir/<name>.log``. Never raises for a failed run: see ``.error``."""
+    exp = EXPERIMENTS[name]
+    run_dir = Path(workdir) / name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    r = Rerun(name, rerun_command(name, run_dir, extra), run_dir, Path(workdir) / f"{name}.log")
+    env = {**os.environ, **RERUN_ENV}
+    t0 = time.perf_counter()
+    with open(r.log, "w", encoding="utf-8") as log:
+        try:
+            proc = subprocess.run(r.command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False)
+            r.returncode = proc.returncode
+        except subprocess.TimeoutExpired:
+            r.error = f"timed out after {timeout:g} s"
+        except OSError as exc:
+            r.error = f"could not start {r.command[0]}: {exc}"
+    r.wall_time_s = time.perf_counter() - t0
+    if r.error is None and r.returncode != 0:
+        r.error = f"exit code {r.returncode}"
+    if r.error is None:
+        result = run_dir / exp.result_file
+        try:
+            json.loads(result.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            r.error = f"{result} missing or unreadable after a zero exit ({exc})"
+    return r
+
+
+def rerun_many(names: list[str], workdir: Path, jobs: int = 1, extra: tuple[str, ...] | list[str] = (),
+               per_name: dict[str, tuple[str, ...]] | None = None) -> dict[str, Rerun]:
+    """Rerun several experiments, ``jobs`` at a time (each in its own process); ``per_name``: more overrides
+    of one experiment."""
+    Path(workdir).mkdir(parents=True, exist_ok=True)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {n: pool.submit(rerun, n, workdir, (*(per_name or {}).get(n, ()), *extra)) for n in names}
+    return {n: f.result() for n, f in futures.items()}
+
+
+def add_rerun_options(ap: argparse.ArgumentParser, keep_help: str, set_help: str) -> None:
+    """``--jobs``, ``--keep DIR`` and ``--set KEY=VALUE``: the options of every command that reruns experiments."""
+    ap.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                    help=f"experiments rerun at the same time (default {DEFAULT_JOBS}: min(2, cores))")
+    ap.add_argument("--keep", type=Path, metavar="DIR", help=keep_help)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="overrides", help=set_help)
