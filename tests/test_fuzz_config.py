@@ -79,6 +79,8 @@ def _accepts(exp: str, key: str, value) -> bool:
     """The few bad-looking values some keys legitimately take (documented in their configs)."""
     if value is None and key in {"experiment.preset", "experiment.tune_system"}:
         return True
+    if value is None and key.endswith(".consolidation.all_pairs_max"):
+        return True  # null: all pairs at any size (conf/retriever/smartvector.yaml)
     return False
 
 
