@@ -25,18 +25,20 @@ from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.systems.smartvector.audit import detection_quality, explain, lineage
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.evaluator import evaluate_split, judge
-from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.core.metrics import mcnemar_exact, paired_cluster_permutation_test
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.results import FEEDBACK_SERIES_FIELDS, FeedbackLoop
 from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
+from smartvector_bench.systems.plain_cosine import PlainCosine
 from smartvector_bench.core.run import Run, rank_by_score
 from experiments.config import check_dataset, check_embedder, check_systems_on
 from smartvector_bench.core.settings import section
@@ -44,17 +46,17 @@ from smartvector_bench.systems.smartvector.store import VectorStore
 from smartvector_bench.core.timeutil import format_iso, from_days
 
 SYSTEMS = ("smartvector_live", "smartvector_frozen", "plain_cosine")
-CSV_FIELDS = ("round", "time", "days_from_now", "system", "split", "n_queries", "top1", "top1_lo", "top1_hi",
-              "stale_rate", "rumor_rate", "ece", "corrections", "acceptances", "dormant_in_force")
+CSV_FIELDS = FEEDBACK_SERIES_FIELDS
 
 
-def plain_cosine_at(index: FlatIndex, created_at: np.ndarray, qv: np.ndarray, t: float, k: int) -> Run:
-    """Plain cosine over the chunks that exist at t."""
-    scores = index.all_scores(qv)
-    scores[:, created_at > t] = -np.inf
-    ranked, top = rank_by_score(scores, k)
+def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
+    """``run``, a ranking of the whole corpus, cut to its first ``k`` chunks that exist at ``t`` (documents keep
+    arriving during the replay; plain cosine has no notion of time). Ties keep the system's order, and the
+    confidence is plain_cosine's own: the top-1 cosine, here of the first chunk that exists, clipped to [0, 1]."""
+    exists = (run.ranked >= 0) & (created_at[np.maximum(run.ranked, 0)] <= t)
+    ranked, top = rank_by_score(np.where(exists, run.scores, -np.inf), k, candidates=run.ranked)
     conf = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
-    return Run("plain_cosine", ranked, top, conf)
+    return Run(run.system, ranked, top, conf)
 
 
 def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
@@ -129,7 +131,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         r = live_system(cfg)
         store, agent = r.bind_live(corpus, vecs)
         live[name] = LiveSystem(name, r, store, agent, learns)
-    plain_index = FlatIndex(vecs)
+    plain = PlainCosine()
+    plain.index(corpus, vecs, now)
     rng = np.random.default_rng(params.user_seed)
 
     rows: list[dict] = []
@@ -149,7 +152,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             continue
         qv = qvecs[idx]
         runs = {name: s.retriever.search(qv, q_t.as_of, k) for name, s in live.items()}
-        runs["plain_cosine"] = plain_cosine_at(plain_index, corpus.created_at, qv, t, k)
+        runs["plain_cosine"] = exists_at(plain.search(qv, q_t.as_of, len(corpus)), corpus.created_at, t, k)
         for name in SYSTEMS:
             dormant = int((live[name].store.status == Status.DORMANT).sum()) if name in live else None
             for split in dict.fromkeys((params.eval_split, params.feedback_split)):
@@ -158,9 +161,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                     continue
                 m = _evaluate(runs[name], q_t, sub, n_boot, seed)
                 rows.append({"round": n_round, "time": format_iso(from_days(t)), "days_from_now": round(t - now, 3),
-                             "system": name, "split": split, "n_queries": m["n_queries"], "top1": m["top1"],
-                             "top1_lo": m["top1_ci"][0], "top1_hi": m["top1_ci"][1], "stale_rate": m["stale_rate"],
-                             "rumor_rate": m["rumor_rate"], "ece": m["ece"],
+                             "system": name, "split": split, M.N_QUERIES: m[M.N_QUERIES], M.TOP1: m[M.TOP1],
+                             M.lo(M.TOP1): m[M.ci(M.TOP1)][0], M.hi(M.TOP1): m[M.ci(M.TOP1)][1],
+                             **{key: m[key] for key in (M.STALE_RATE, M.RUMOR_RATE, M.ECE)},
                              # feedback so far: only the live system receives it
                              "corrections": feedback_totals["corrections"] if name == "smartvector_live" else 0,
                              "acceptances": feedback_totals["acceptances"] if name == "smartvector_live" else 0,
@@ -178,20 +181,20 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     summary = _summary(rows, last_round, params, n_boot, seed, now)
     live_store = live["smartvector_live"].store
     all_rumours = queries.rumor
-    result = {
-        "schema_version": SCHEMA_VERSION,
-        "dataset": {"sha256": dataset.sha256, "n_vectors": len(corpus), "n_queries": len(queries),
-                    "seed": dataset.seed, "now": format_iso(from_days(now))},
-        "experiment": {"name": "feedback_loop", "replay": dict(params.__dict__), "rounds": n_round,
-                       "consolidation_runs": sum(1 for _, kind in marks if kind == "consolidate")},
-        "feedback": feedback_totals,
-        "summary": summary,
-        "detection_quality": {name: detection_quality(s.store, s.agent, all_rumours) for name, s in live.items()},
-        "series": rows,
-        "provenance": provenance(cfg),
-    }
+    result = FeedbackLoop(
+        schema_version=SCHEMA_VERSION,
+        dataset={"sha256": dataset.sha256, "n_vectors": len(corpus), "n_queries": len(queries),
+                 "seed": dataset.seed, "now": format_iso(from_days(now))},
+        experiment={"name": "feedback_loop", "replay": dict(params.__dict__), "rounds": n_round,
+                    "consolidation_runs": sum(1 for _, kind in marks if kind == "consolidate")},
+        feedback=feedback_totals,
+        summary=summary,
+        detection_quality={name: detection_quality(s.store, s.agent, all_rumours) for name, s in live.items()},
+        series=rows,
+        provenance=provenance(cfg),
+    ).validate(out_dir / FeedbackLoop.FILE)  # before the first file is written
     _write_outputs(out_dir, result, rows, live_store, live["smartvector_live"], last_round, qvecs, summary)
-    return result
+    return result.to_dict()
 
 
 def _evaluate(run: Run, q_t, mask: np.ndarray, n_boot: int, seed: int) -> dict:
@@ -209,13 +212,15 @@ def _series_summary(rows: list[dict], split: str) -> dict:
         if not series:
             continue
         at_now = min(series, key=lambda r: abs(r["days_from_now"]))
-        after = [r["top1"] for r in series if r["days_from_now"] >= 0]
-        out[name] = {"split": split, "top1_first": series[0]["top1"], "top1_at_now": at_now["top1"],
-                     "top1_last": series[-1]["top1"], "top1_last_ci": [series[-1]["top1_lo"], series[-1]["top1_hi"]],
-                     "top1_mean": round(float(np.mean([r["top1"] for r in series])), 6),
-                     "top1_mean_after_now": round(float(np.mean(after)), 6) if after else None,
-                     "stale_rate_last": series[-1]["stale_rate"], "rumor_rate_last": series[-1]["rumor_rate"],
-                     "ece_last": series[-1]["ece"], "n_rounds": len(series)}
+        top1 = [r[M.TOP1] for r in series]
+        after = [r[M.TOP1] for r in series if r["days_from_now"] >= 0]
+        last = series[-1]
+        out[name] = {"split": split, f"{M.TOP1}_first": top1[0], f"{M.TOP1}_at_now": at_now[M.TOP1],
+                     f"{M.TOP1}_last": last[M.TOP1], f"{M.TOP1}_last_ci": [last[M.lo(M.TOP1)], last[M.hi(M.TOP1)]],
+                     f"{M.TOP1}_mean": round(float(np.mean(top1)), 6),
+                     f"{M.TOP1}_mean_after_now": round(float(np.mean(after)), 6) if after else None,
+                     **{f"{key}_last": last[key] for key in (M.STALE_RATE, M.RUMOR_RATE, M.ECE)},
+                     "n_rounds": len(series)}
     return out
 
 
@@ -249,7 +254,7 @@ def _summary(rows: list[dict], last_round: dict, p: ReplayParams, n_boot: int, s
     return out
 
 
-def _write_outputs(out_dir: Path, result: dict, rows: list[dict], store: VectorStore, system: LiveSystem,
+def _write_outputs(out_dir: Path, result: FeedbackLoop, rows: list[dict], store: VectorStore, system: LiveSystem,
                    last_round: dict, qvecs: np.ndarray, summary: dict) -> None:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
@@ -268,8 +273,8 @@ def _write_outputs(out_dir: Path, result: dict, rows: list[dict], store: VectorS
                 int(q_t.gold[row])]})
             exp_lines.append(json.dumps(rec, sort_keys=True))
         atomic_write_text(out_dir / "explain_final.jsonl", "\n".join(exp_lines) + "\n")
-    atomic_write_text(out_dir / "table.md", _table(result, summary))
-    atomic_write_json(out_dir / "feedback_loop.json", result)
+    atomic_write_text(out_dir / "table.md", _table(result.to_dict(), summary))
+    result.save(out_dir / FeedbackLoop.FILE)
 
 
 def _p(p: float) -> str:

@@ -1,7 +1,8 @@
 """experiment=main: evaluate the chosen systems on one dataset and write the main table.
 
 Writes, in ``out_dir``: ``run_<system>.jsonl`` and ``run_<system>.trec`` per system, ``qrels_{dev,test}.trec``,
-``table.md`` and, last, ``metrics.json`` (its presence marks a complete run). Everything is validated before the first file is written.
+``table.md`` and, last, ``metrics.json`` (:class:`~smartvector_bench.core.results.MainMetrics`; its presence marks a
+complete run). Everything is validated before the first file is written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from tqdm.auto import tqdm
 
 from data_gen.build import write_from_config
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
@@ -25,6 +26,7 @@ from smartvector_bench.core.evaluator import evaluate_split, judge, power_analys
 from smartvector_bench.core.metrics.calibration import calibration_report
 from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
+from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
 from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
@@ -217,26 +219,27 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     power_ref = s.power_reference
     power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
     power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
-    metrics = {
-        "schema_version": SCHEMA_VERSION,
-        "dataset": {"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
-                    ((dataset.manifest or {}).get("config") or {}).get("name", "custom"),
-                    "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
-                    "n_queries": len(queries), "seed": dataset.seed,
-                    "n_families": int(len(set(queries.family.tolist()))),
-                    "labels": dataset.labels is not None, **_dataset_extras(dataset)},
-        "embedder": embedder.model_id,
-        "experiment": {"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,
-                       "serve_time": format_iso(from_days(serve_time))},
-        "systems": results,
-        "power": power,
-        "calibration": calibration,
-        "system_info": {name: _info(retrievers[name], queries) for name in systems},
-        **({"skipped_systems": skipped} if skipped else {}),
-        "timings_s": {k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
-        "resources": {"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only
-        "provenance": provenance(cfg),
-    }
+    result = MainMetrics(
+        schema_version=SCHEMA_VERSION,
+        dataset={"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
+                 ((dataset.manifest or {}).get("config") or {}).get("name", "custom"),
+                 "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
+                 "n_queries": len(queries), "seed": dataset.seed,
+                 "n_families": int(len(set(queries.family.tolist()))),
+                 "labels": dataset.labels is not None, **_dataset_extras(dataset)},
+        embedder=embedder.model_id,
+        experiment={"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,
+                    "serve_time": format_iso(from_days(serve_time))},
+        systems=results,
+        power=power,
+        calibration=calibration,
+        system_info={name: _info(retrievers[name], queries) for name in systems},
+        skipped_systems=skipped or None,
+        timings_s={k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
+        resources={"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only
+        provenance=provenance(cfg),
+    ).validate(out_dir / MainMetrics.FILE)  # before the first file is written
+    metrics = result.to_dict()
     for name, r in runs.items():
         write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10)
         write_run_trec(out_dir / f"run_{name}.trec", r, queries, corpus, k=10)
@@ -244,5 +247,5 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         write_qrels_trec(out_dir / f"qrels_{split}.trec", queries, corpus, split=split)
     table = render(metrics)
     atomic_write_text(out_dir / "table.md", table)
-    atomic_write_json(out_dir / "metrics.json", metrics)
+    result.save(out_dir / MainMetrics.FILE)
     return metrics

@@ -14,7 +14,8 @@ latest version, in ``offset_start`` order, so a corpus whose unchanged chunks sp
 BEIR folder) is refused in one line right after loading, before anything is embedded.
 
 Writes, in ``out_dir``: ``reembed_cost.md`` and the same table as ``table.md`` (printed by the CLI) and,
-last, ``reembed_cost.json``. Everything is validated before the first file is written.
+last, ``reembed_cost.json`` (:class:`~smartvector_bench.core.results.ReembedCost`). Everything is validated
+before the first file is written.
 """
 
 from __future__ import annotations
@@ -28,12 +29,13 @@ from tqdm.auto import tqdm
 
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
 from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.results import ReembedCost
 from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.core.settings import choice, section
 from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
@@ -326,24 +328,24 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         st["reduction_vs_full"] = red
 
     n_chunks = sum(len(st.chunks) for st in base.values())
-    result = {
-        "schema_version": SCHEMA_VERSION,
-        "experiment": "reembed_cost",
-        "dataset": {"path": str(dataset.path), "sha256": dataset.sha256, "seed": dataset.seed,
-                    "n_documents": len(docs), "n_chunks": n_chunks,
-                    "mean_chunks_per_document": _r(n_chunks / len(docs)),
-                    "n_queries": len(dataset.queries)},
-        "embedder": embedder.model_id,
-        "config": asdict(s),
-        "edits": {"by_type": by_type,
-                  "fallbacks": sum(e.type != e.requested for e in edits),
-                  "records": [e.describe() for e in edits]},
-        "strategies": strategies,
-        "paper_claim": PAPER_CLAIM,
-        "provenance": provenance(cfg),
-    }
-    table = render(result)
+    result = ReembedCost(
+        schema_version=SCHEMA_VERSION,
+        experiment="reembed_cost",
+        dataset={"path": str(dataset.path), "sha256": dataset.sha256, "seed": dataset.seed,
+                 "n_documents": len(docs), "n_chunks": n_chunks,
+                 "mean_chunks_per_document": _r(n_chunks / len(docs)),
+                 "n_queries": len(dataset.queries)},
+        embedder=embedder.model_id,
+        config=asdict(s),
+        edits={"by_type": by_type,
+               "fallbacks": sum(e.type != e.requested for e in edits),
+               "records": [e.describe() for e in edits]},
+        strategies=strategies,
+        paper_claim=PAPER_CLAIM,
+        provenance=provenance(cfg),
+    ).validate(out_dir / ReembedCost.FILE)  # before the first file is written
+    table = render(result.to_dict())
     atomic_write_text(out_dir / "reembed_cost.md", table)
     atomic_write_text(out_dir / "table.md", table)
-    atomic_write_json(out_dir / "reembed_cost.json", result)
-    return result
+    result.save(out_dir / ReembedCost.FILE)
+    return result.to_dict()

@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
 from smartvector_bench.core.atomic import atomic_write_bytes
+from smartvector_bench.core.metrics.names import TOP1
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "results"
@@ -278,14 +279,14 @@ def require(df: pd.DataFrame, *columns: str) -> None:
             raise FigureInputError(f"{df.attrs['path']}:{empty[0]}: column {col}: missing value")
 
 
-TIDY_BASE = ("status", "system", "split", "dataset_seed", "top1")
+TIDY_BASE = ("status", "system", "split", "dataset_seed", TOP1)
 
 
 def load_tidy(path: Path, extra: tuple[str, ...] = (), split: str = "test") -> pd.DataFrame:
     """A sweep's tidy.csv restricted to usable rows (status complete / skipped) of ``split``, ``top1`` as floats."""
     t = load_csv(path, TIDY_BASE + tuple(extra))
     t = t[t["status"].isin(USABLE_STATUS) & (t["split"] == split)]
-    return t.assign(top1=numbers(t, "top1"))
+    return t.assign(**{TOP1: numbers(t, TOP1)})
 
 
 # -- drawing and saving ----------------------------------------------------------------------------------------

@@ -20,8 +20,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.results import TIDY
+
 NAME = "fig_ablation"
-INPUT = Path("ablation") / "tidy.csv"
+INPUT = Path("ablation") / TIDY
 PRESET = "weights"
 REFERENCE = "paper"
 REFERENCE_SYSTEMS = ("plain_cosine", "valid_cosine")  # ignore the weights: one value per seed, a line
@@ -39,7 +42,7 @@ def load(path: Path) -> pd.DataFrame:
     """The usable test rows: system, weights preset, dataset seed and top-1."""
     t = c.load_tidy(path, (PRESET,))
     c.require(t, PRESET)
-    return t[["system", PRESET, "dataset_seed", "top1"]]
+    return t[["system", PRESET, "dataset_seed", TOP1]]
 
 
 @c.styled
@@ -51,7 +54,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     values = load(path)
     if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    stats = values.groupby(["system", PRESET])["top1"].agg(["mean", "std"]).fillna({"std": 0.0})  # sd 0: one seed
+    stats = values.groupby(["system", PRESET])[TOP1].agg(["mean", "std"]).fillna({"std": 0.0})  # sd 0: one seed
     everything = c.system_order(values["system"])
     col = c.colours(everything)
     systems = [s for s in everything if s not in REFERENCE_SYSTEMS] or everything  # baselines alone: panels
@@ -59,7 +62,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     for s in everything:
         if s in REFERENCE_SYSTEMS and s not in systems:  # its paper preset's mean, else its mean over every job
             lines[s] = (stats.loc[(s, REFERENCE), "mean"] if (s, REFERENCE) in stats.index
-                        else values.loc[values["system"] == s, "top1"].mean())
+                        else values.loc[values["system"] == s, TOP1].mean())
     presets = preset_order(set(values.loc[values["system"].isin(systems), PRESET]))
     ncols = min(3, len(systems))
     nrows = math.ceil(len(systems) / ncols)

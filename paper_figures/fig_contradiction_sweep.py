@@ -18,15 +18,18 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.results import TIDY
+
 NAME = "fig_contradiction_sweep"
-INPUT = Path("contradiction_sweep") / "tidy.csv"
+INPUT = Path("contradiction_sweep") / TIDY
 RATE = "dataset.contradiction_rate"
 
 
 def load(path: Path) -> pd.DataFrame:
     """The usable test rows: system, contradiction rate (a number), dataset seed and top-1."""
     t = c.load_tidy(path, (RATE,))
-    return t.assign(**{RATE: c.numbers(t, RATE)})[["system", RATE, "dataset_seed", "top1"]]
+    return t.assign(**{RATE: c.numbers(t, RATE)})[["system", RATE, "dataset_seed", TOP1]]
 
 
 @c.styled
@@ -38,7 +41,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     values = load(path)
     if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    stats = values.groupby(["system", RATE])["top1"].agg(["mean", "min", "max"])  # sorted by rate per system
+    stats = values.groupby(["system", RATE])[TOP1].agg(["mean", "min", "max"])  # sorted by rate per system
     systems = c.system_order(values["system"])
     col = c.colours(systems)
     fig = c.new_figure(6.8, 3.6)

@@ -18,11 +18,13 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import TOP1, hi, lo
+
 NAME = "fig_feedback_loop"
 INPUT = Path("feedback_loop") / "feedback_loop.csv"
 SPLIT = "test"  # held out from feedback: the main series
 IN_SAMPLE = "dev"  # gave the feedback: dashed, for reference
-COLUMNS = ("round", "days_from_now", "system", "split", "top1", "top1_lo", "top1_hi")
+COLUMNS = ("round", "days_from_now", "system", "split", TOP1, lo(TOP1), hi(TOP1))
 
 
 def load(path: Path) -> dict[str, dict[str, list[tuple[float, float, float, float]]]]:
@@ -30,9 +32,9 @@ def load(path: Path) -> dict[str, dict[str, list[tuple[float, float, float, floa
     t = c.load_csv(path, COLUMNS)
     t = t[t["split"].isin((SPLIT, IN_SAMPLE))]
     points = pd.DataFrame({"split": t["split"], "system": t["system"], "days": c.numbers(t, "days_from_now"),
-                           "top1": c.numbers(t, "top1"), "lo": c.numbers(t, "top1_lo", allow_none=True),
-                           "hi": c.numbers(t, "top1_hi", allow_none=True)}).sort_values(["days", "top1", "lo", "hi"])
-    return {split: {system: list(g[["days", "top1", "lo", "hi"]].itertuples(index=False, name=None))
+                           TOP1: c.numbers(t, TOP1), "lo": c.numbers(t, lo(TOP1), allow_none=True),
+                           "hi": c.numbers(t, hi(TOP1), allow_none=True)}).sort_values(["days", TOP1, "lo", "hi"])
+    return {split: {system: list(g[["days", TOP1, "lo", "hi"]].itertuples(index=False, name=None))
                     for system, g in points[points["split"] == split].groupby("system")}
             for split in (SPLIT, IN_SAMPLE)}
 

@@ -19,8 +19,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.results import TIDY
+
 NAME = "fig_half_life"
-INPUT = Path("half_life") / "tidy.csv"
+INPUT = Path("half_life") / TIDY
 TEMPORAL = "retrievers.smartvector.temporal.half_life_days"
 CONFIDENCE = "retrievers.smartvector.confidence.half_life_days"
 
@@ -31,7 +34,7 @@ def load(path: Path) -> tuple[pd.DataFrame, bool]:
     t = c.load_tidy(path, (TEMPORAL,))
     has_conf = CONFIDENCE in t.columns
     t = t.assign(**{TEMPORAL: c.numbers(t, TEMPORAL), CONFIDENCE: c.numbers(t, CONFIDENCE) if has_conf else math.nan})
-    return t[["system", TEMPORAL, CONFIDENCE, "dataset_seed", "top1"]], has_conf
+    return t[["system", TEMPORAL, CONFIDENCE, "dataset_seed", TOP1]], has_conf
 
 
 @c.styled
@@ -43,7 +46,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     values, has_conf = load(path)
     if values.empty:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
-    means = values.groupby(["system", TEMPORAL, CONFIDENCE], dropna=False)["top1"].mean()
+    means = values.groupby(["system", TEMPORAL, CONFIDENCE], dropna=False)[TOP1].mean()
     systems = c.system_order(values["system"])
     xs = sorted(set(values[TEMPORAL]))
     ys = sorted(set(values[CONFIDENCE])) if has_conf else [math.nan]

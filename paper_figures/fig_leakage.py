@@ -18,8 +18,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import LEAKAGE_AT_10, ci
+from smartvector_bench.core.results import MainMetrics
+
 NAME = "fig_leakage"
-INPUT = Path("main") / "metrics.json"
+INPUT = Path("main") / MainMetrics.FILE
 SPLIT = "test"
 CATEGORY = "historical"
 
@@ -30,9 +33,9 @@ def load(path: Path) -> tuple[list[str], dict]:
     data = {}
     for s in systems:
         keys = ("systems", s, SPLIT)
-        data[s] = {"all": c.get_num(m, path, *keys, "leakage_at_10", allow_none=True),
-                   "ci": c.get_interval(m, path, *keys, "leakage_at_10_ci"),
-                   CATEGORY: c.get_num(m, path, *keys, "by_category", CATEGORY, "leakage_at_10", allow_none=True)}
+        data[s] = {"all": c.get_num(m, path, *keys, LEAKAGE_AT_10, allow_none=True),
+                   "ci": c.get_interval(m, path, *keys, ci(LEAKAGE_AT_10)),
+                   CATEGORY: c.get_num(m, path, *keys, "by_category", CATEGORY, LEAKAGE_AT_10, allow_none=True)}
     return systems, data, c.split_counts(m, path, systems, SPLIT)
 
 

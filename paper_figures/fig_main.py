@@ -19,12 +19,14 @@ except ImportError:  # run as a script: paper_figures/ is on sys.path
     import common as c
 
 from smartvector_bench.core import paper_claims  # the paper's numbers, read at call time, never typed here
+from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.results import MainMetrics
 
 NAME = "fig_main"
-INPUT = Path("main") / "metrics.json"
+INPUT = Path("main") / MainMetrics.FILE
 SPLIT = "test"
-PANELS = (("top1", "top-1 accuracy", True), ("stale_rate", "stale rate", True),
-          ("rumor_rate", "rumour rate", True), ("ece", "ECE", False))
+PANELS = ((M.TOP1, "top-1 accuracy", True), (M.STALE_RATE, "stale rate", True),
+          (M.RUMOR_RATE, "rumour rate", True), (M.ECE, "ECE", False))
 
 
 def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None]:
@@ -37,7 +39,7 @@ def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], st
         for key, _, _ in PANELS:
             keys = ("systems", s, SPLIT)
             data[s][key] = (c.get_num(m, path, *keys, key, allow_none=True),
-                            *c.get_interval(m, path, *keys, f"{key}_ci"))
+                            *c.get_interval(m, path, *keys, M.ci(key)))
     ds = m.get("dataset")
     name = ds.get("name") if isinstance(ds, dict) and isinstance(ds.get("name"), str) else None
     return systems, data, c.split_counts(m, path, systems, SPLIT), name

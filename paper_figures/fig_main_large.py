@@ -17,8 +17,10 @@ except ImportError:  # run as a script: paper_figures/ is on sys.path
     import common as c
     import fig_main
 
+from smartvector_bench.core.results import MainMetrics
+
 NAME = "fig_main_large"
-INPUT = Path("main_large") / "metrics.json"
+INPUT = Path("main_large") / MainMetrics.FILE
 
 
 @c.styled

@@ -16,8 +16,10 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.results import ReembedCost
+
 NAME = "fig_reembed_cost"
-INPUT = Path("reembed_cost") / "reembed_cost.json"
+INPUT = Path("reembed_cost") / ReembedCost.FILE
 STRATEGY_ORDER = ("full", "cdc", "surgical")
 EDIT_ORDER = ("single_word", "sentence", "paragraph_insert", "paragraph_delete", "revert")
 STRATEGY_COLOURS = {"full": "#7f7f7f", "cdc": "#2ca02c", "surgical": "#1f77b4"}

@@ -21,8 +21,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import ECE, ci
+from smartvector_bench.core.results import MainMetrics
+
 NAME = "fig_reliability"
-INPUT = Path("main") / "metrics.json"
+INPUT = Path("main") / MainMetrics.FILE
 CALIBRATION = "platt"  # the map drawn over the raw bins
 SPLIT = "test"
 NCOLS = 4
@@ -43,8 +46,8 @@ def load(path: Path) -> tuple[list[str], dict]:
             "counts": c.get_list(m, path, *keys, "ece_bins", "counts", length=nb, allow_none=False),
             "accuracy": c.get_list(m, path, *keys, "ece_bins", "accuracy", length=nb),
             "conf": c.get_list(m, path, *keys, "ece_bins", "mean_confidence", length=nb),
-            "ece": c.get_num(m, path, *keys, "ece", allow_none=True),
-            "ece_ci": c.get_interval(m, path, *keys, "ece_ci"),
+            "ece": c.get_num(m, path, *keys, ECE, allow_none=True),
+            "ece_ci": c.get_interval(m, path, *keys, ci(ECE)),
             "calibrated": None,
         }
         cal = ((m.get("calibration") or {}).get(s) or {}).get(CALIBRATION)

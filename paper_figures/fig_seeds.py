@@ -17,8 +17,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.results import TIDY
+
 NAME = "fig_seeds"
-INPUT = Path("seeds") / "tidy.csv"
+INPUT = Path("seeds") / TIDY
 SEED = "dataset_seed"
 
 
@@ -33,7 +36,7 @@ def load(path: Path) -> pd.DataFrame:
     """Test top-1 per system and dataset seed (the mean of the seed's rows, if it has several)."""
     t = c.load_tidy(path)
     c.require(t, SEED)
-    return t.groupby(["system", SEED], sort=False)["top1"].mean().reset_index()
+    return t.groupby(["system", SEED], sort=False)[TOP1].mean().reset_index()
 
 
 @c.styled
@@ -47,7 +50,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
         return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
     systems = c.system_order(data["system"])
     seeds = sorted(set(data[SEED]), key=_seed_key)
-    stats = data.groupby("system")["top1"].agg(["mean", "std", "max"]).fillna({"std": 0.0})  # sd 0 for one seed
+    stats = data.groupby("system")[TOP1].agg(["mean", "std", "max"]).fillna({"std": 0.0})  # sd 0 for one seed
     col = c.colours(systems)
     fig = c.new_figure(max(5.0, 0.8 * len(systems) + 2.0), 3.6)
     ax = fig.subplots()
@@ -55,7 +58,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     offsets = {sd: (i - (k - 1) / 2) * (0.5 / max(k - 1, 1)) for i, sd in enumerate(seeds)}  # fixed, not random
     markers = "osD^vP*Xh<>p"
     for x, s in enumerate(systems):
-        per_seed = dict(data.loc[data["system"] == s, [SEED, "top1"]].itertuples(index=False))
+        per_seed = dict(data.loc[data["system"] == s, [SEED, TOP1]].itertuples(index=False))
         for j, sd in enumerate(seeds):
             if sd in per_seed:
                 ax.plot([x + offsets[sd]], [per_seed[sd]], ls="none", marker=markers[j % len(markers)], ms=4,

@@ -262,3 +262,31 @@ def test_feedback_loop_with_the_real_model_through_the_cli(cli, tmp_path):
     assert ins["smartvector_live"]["top1_last"] >= ins["plain_cosine"]["top1_last"]
     for name in ("feedback_loop.csv", "lineage.jsonl", "explain_final.jsonl", "table.md"):
         assert (out / name).is_file(), name
+
+
+def test_plain_cosine_over_the_chunks_that_exist_at_a_round_is_the_masked_exact_ranking():
+    """exists_at cuts the plain_cosine system's full ranking to the chunks created by t: the same ranks, scores
+    and confidence as ranking every existing chunk directly (ties to the lower row), duplicates included."""
+    import numpy as np
+
+    from experiments.feedback_loop import exists_at
+    from smartvector_bench.core.index import FlatIndex
+    from smartvector_bench.core.run import rank_by_score
+    from smartvector_bench.systems.plain_cosine import PlainCosine
+
+    rng = np.random.default_rng(3)
+    vecs = rng.normal(size=(60, 8)).astype(np.float32)
+    vecs[30:40] = vecs[0]  # exact ties
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    created = rng.uniform(0, 10, size=60)
+    qv = np.concatenate([vecs[:3], rng.normal(size=(4, 8)).astype(np.float32)])
+    system = PlainCosine()
+    system.index(None, vecs, 0.0)
+    for t in (-1.0, 2.5, 7.0, 11.0):
+        got = exists_at(system.search(qv, np.full(len(qv), t), len(vecs)), created, t, 10)
+        scores = FlatIndex(vecs).all_scores(qv)
+        scores[:, created > t] = -np.inf
+        ranked, top = rank_by_score(scores, 10)
+        assert np.array_equal(got.ranked, ranked) and np.array_equal(got.scores, top, equal_nan=True)
+        conf = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
+        assert np.array_equal(got.confidence, conf, equal_nan=True)

@@ -22,13 +22,10 @@ from smartvector_bench.core.provenance import config_sha256, resume_key
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.tools.sweeps import MAX_DIRNAME, job_dirname, resume
 from smartvector_bench.tools.sweeps.callback import CollectSweep, SweepFolderCollision
-from smartvector_bench.tools.sweeps.collect import (
-    RESULT_COLUMNS,
-    _mean_sd,
-    folder_collisions,
-    plan_jobs,
-)
+from smartvector_bench.core.results import RESULT_COLUMNS
 from smartvector_bench.tools.sweeps.collect import run as collect_run
+from smartvector_bench.tools.sweeps.plan import folder_collisions, plan_jobs
+from smartvector_bench.tools.sweeps.summary import _mean_sd
 
 from .conftest import TINY, compose_config
 

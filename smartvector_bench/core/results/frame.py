@@ -15,7 +15,9 @@
   re-embedding cost, shortcut audit, lvl_eval, perf) store no system x split table; their folders are listed in
   ``df.attrs["skipped"]``.
 
-Anything else raises :class:`~smartvector_bench.core.errors.BenchError` with a one-line message.
+Anything else raises :class:`~smartvector_bench.core.errors.BenchError` with a one-line message. A run folder's
+metrics.json is read leniently (only its ``systems`` table is needed), so a partial file still loads; use
+:class:`~smartvector_bench.core.results.MainMetrics` to validate one.
 
 Example::
 
@@ -31,16 +33,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.tools.sweeps.collect import CI_METRICS, METRICS_FILE, TIDY, system_rows
+from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.results.main import MainMetrics, system_rows
+from smartvector_bench.core.results.sweep import TIDY
 
-RUN_COLUMNS = ("system", "split", "n_queries", "n_families",
-               *(c for m in CI_METRICS for c in (m, f"{m}_lo", f"{m}_hi")),
-               "mcnemar_p", "permutation_p", "dataset", "dataset_seed", "dataset_sha256", "git_sha", "config_sha256")
+METRICS_FILE = MainMetrics.FILE
+RUN_COLUMNS = ("system", "split", M.N_QUERIES, M.N_FAMILIES,
+               *(c for m in M.CI_METRICS for c in (m, M.lo(m), M.hi(m))),
+               *M.P_VALUES, "dataset", "dataset_seed", "dataset_sha256", "git_sha", "config_sha256")
 SOURCE = "source"
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _pandas():
+    """pandas, imported on first use: the experiments import this package and never need it."""
+    import pandas
+
+    return pandas
 
 
 def _what(path: Path) -> str | None:
@@ -64,9 +78,9 @@ def load_run(path: str | Path) -> pd.DataFrame:
     if not isinstance(systems, dict) or not all(isinstance(v, dict) for v in systems.values()):
         raise BenchError(f"{file}: no systems object of system -> split -> metrics (not a run of experiment=main)")
     ds = m.get("dataset") or {}
-    rows = [row | {"dataset": ds.get("name"), "n_families": (systems[row["system"]][row["split"]] or {}).get(
-        "n_families")} for row in system_rows(m)]
-    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+    rows = [row | {"dataset": ds.get("name"), M.N_FAMILIES: (systems[row["system"]][row["split"]] or {}).get(
+        M.N_FAMILIES)} for row in system_rows(m)]
+    return _pandas().DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
 def load_sweep(path: str | Path) -> pd.DataFrame:
@@ -74,7 +88,7 @@ def load_sweep(path: str | Path) -> pd.DataFrame:
     path = Path(path)
     file = path / TIDY if path.is_dir() else path
     try:
-        return pd.read_csv(file)
+        return _pandas().read_csv(file)
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise BenchError(f"{file}: not readable as CSV ({exc})") from None
 
@@ -92,7 +106,7 @@ def load_all(path: str | Path) -> pd.DataFrame:
         frames.append(df.assign(**{SOURCE: sub.name})[[SOURCE, *df.columns]])
     if not frames:
         raise BenchError(f"{path}: holds no run folder (metrics.json) or sweep folder (tidy.csv)")
-    out = pd.concat(frames, ignore_index=True)
+    out = _pandas().concat(frames, ignore_index=True)
     out.attrs["skipped"] = skipped
     return out
 

@@ -1,0 +1,98 @@
+"""metrics.json of experiment=main (and of every job of a sweep built on it): :class:`MainMetrics`, and its
+rows of system x split (:func:`system_rows`), which the sweep collector's tidy.csv and the pandas loader share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.results.base import ResultFile, check, check_type, get_path, optional
+
+SPLITS = ("dev", "test")
+# tidy.csv's result columns, in order (a metric's interval as <metric>_lo / _hi)
+RESULT_COLUMNS = ((("system", "split", M.N_QUERIES))
+                  + tuple(c for m in M.CI_METRICS for c in (m, M.lo(m), M.hi(m)))
+                  + (*M.P_VALUES, "dataset_sha256", "dataset_seed", "git_sha", "config_sha256"))
+
+
+@dataclass
+class MainMetrics(ResultFile):
+    """One run of experiment=main: per system and split the evaluator's metrics with their intervals, power,
+    calibration, what each system reported about itself, and provenance."""
+
+    KIND = "main"
+    FILE = "metrics.json"
+    SCHEMA_VERSIONS = (SCHEMA_VERSION,)
+
+    schema_version: str
+    dataset: dict
+    embedder: str
+    experiment: dict
+    systems: dict                   # system -> split -> metrics (evaluator.evaluate_split)
+    power: dict
+    calibration: dict               # system -> method -> calibration_report
+    system_info: dict               # system -> its describe()
+    provenance: dict
+    timings_s: dict                 # wall time, informational
+    skipped_systems: dict | None = optional()   # systems: all, and the dataset could not serve these
+    resources: dict | None = optional()         # peak memory, informational (files before it have none)
+
+    def _check(self, where: str) -> None:
+        for key in ("sha256", "n_queries", "n_vectors"):
+            get_path(self.dataset, (key,), where, str if key == "sha256" else int, field="dataset")
+        check(self.experiment.get("name") == "main", where, "experiment.name",
+              f"{self.experiment.get('name')!r}, expected 'main'")
+        check(bool(self.systems), where, "systems", "no system")
+        for system, per_split in self.systems.items():
+            check_type(per_split, dict, where, f"systems.{system}")
+            for split, m in per_split.items():
+                at = f"systems.{system}.{split}"
+                check_type(m, dict, where, at)
+                check_type(m.get(M.N_QUERIES), int, where, f"{at}.{M.N_QUERIES}")
+                for name in M.CI_METRICS:
+                    if name not in m and name not in M.ALWAYS:
+                        continue
+                    check(name in m, where, f"{at}.{name}", "missing")
+                    check_type(m[name], float, where, f"{at}.{name}", allow_none=True)
+                    ci = m.get(M.ci(name))
+                    check(isinstance(ci, list) and len(ci) == 2, where, f"{at}.{M.ci(name)}",
+                          f"expected [lo, hi], got {ci!r}")
+
+    # -- typed reads ------------------------------------------------------------------------------------------
+    def split(self, system: str, split: str = "test") -> dict:
+        return self.systems[system][split]
+
+    def metric(self, system: str, split: str, name: str) -> float | None:
+        return self.systems[system][split][name]
+
+    def interval(self, system: str, split: str, name: str) -> tuple[Any, Any]:
+        lo, hi = self.systems[system][split][M.ci(name)]
+        return lo, hi
+
+    def rows(self) -> list[dict]:
+        return system_rows(self.to_dict())
+
+
+def _ci(m: dict, key: str) -> tuple[Any, Any]:
+    ci = m.get(M.ci(key))
+    return (ci[0], ci[1]) if isinstance(ci, (list, tuple)) and len(ci) == 2 else (None, None)
+
+
+def system_rows(m: dict) -> list[dict]:
+    """The rows of one metrics.json (experiment=main): one per system x split (systems sorted; dev, test, then any
+    other split sorted), keyed by ``RESULT_COLUMNS`` (a metric's interval as ``<metric>_lo`` / ``_hi``). Takes the
+    parsed file as it is (a sweep's job folder may hold a partial one; the collector decides what is usable)."""
+    prov, ds = m.get("provenance") or {}, m.get("dataset") or {}
+    common = {"dataset_sha256": ds.get("sha256"), "dataset_seed": ds.get("seed"),
+              "git_sha": (prov.get("git") or {}).get("sha"), "config_sha256": prov.get("config_sha256")}
+    rows = []
+    for system, per_split in sorted(m["systems"].items()):
+        per_split = per_split or {}
+        for split in [s for s in SPLITS if s in per_split] + sorted(set(per_split) - set(SPLITS)):
+            sm = per_split[split] or {}
+            rows.append({"system": system, "split": split, **common}
+                        | {k: sm.get(k) for k in (M.N_QUERIES, *M.P_VALUES, *M.CI_METRICS)}
+                        | {f"{k}_{end}": v for k in M.CI_METRICS for end, v in zip(("lo", "hi"), _ci(sm, k))})
+    return rows
