@@ -88,8 +88,10 @@ So the bounded reference is affordable at 10,000 (about 20 s with 100 queries an
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -102,7 +104,7 @@ from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.systems.smartvector_ref import SmartVectorRef
 from smartvector_bench.tools.scale import ScaleData, scale_dataset
 from smartvector_bench.tools.perf.systems import retriever_config
-from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
+from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows, summarize
 
 K = 10
 SYSTEM = "smartvector_ref"
@@ -322,11 +324,6 @@ def bench_reference(data: ScaleData, n_queries: int, reps: int, *, candidates: i
 
 def main(argv: list[str] | None = None) -> int:
     """Print the medians of :func:`bench_reference` at each size (the measurements in the module docstring)."""
-    import argparse
-    from collections import defaultdict
-
-    from smartvector_bench.tools.perf.timing import summarize
-
     ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.perf.reference")
     ap.add_argument("-n", type=int, nargs="+", default=list(FULL_SIZES))
     ap.add_argument("--queries", type=int, default=100)
