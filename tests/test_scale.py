@@ -1,4 +1,4 @@
-"""The scale profile: the default dataset multiplied by teams (smartvector_bench/tools/scale.py).
+"""The scale profile: the default dataset multiplied by teams (smartvector_bench/tools/scale/).
 
 Fast: synthetic vectors at N = 3,000 (12 blocks, the last one truncated to 162 rows); only the 258 + 138
 base texts go through the real MiniLM (cached in .cache/embeddings.sqlite).
