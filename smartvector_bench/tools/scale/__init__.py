@@ -11,9 +11,9 @@ In block ``b``:
 - ids and doc_ids get the suffix ``~b`` (``c3f09a1b2c4~17``): every team has its own documents and
   versions; titles are kept as they are (shared string objects);
 - texts get the suffix `` ~b`` (``TEAM_MARKER``), so texts stay distinct (and real embeddings differ per
-  team). The marker is short so that a copy stays within the dataset's ``chunk_chars`` (200; the longest
-  base chunk has 192 characters, `` ~3875`` has 6 at 1M rows): ``smartvector_ref`` hands each chunk to the
-  package, which splits a text over 200 characters into two vectors;
+  team). The marker is short so that a copy stays within the dataset's ``chunk_chars`` (200, checked by
+  tests/test_scale.py with the longest marker of a 1M-row build): ``smartvector_ref`` hands each chunk to
+  the package, which splits a text over 200 characters into two vectors;
 - ``depends_on`` and ``supersedes`` point to the same relative row of the same block (``+ 258 b``);
 - ``created_at``, ``valid_from`` and ``valid_to`` are shifted by a per-block offset of a whole number of days
   drawn from the seed in ``[0, horizon_days)`` (0..364 by default), so the teams' histories interleave in
@@ -33,10 +33,9 @@ question's date ("as of 6 August 2024") is rewritten to the shifted ``as_of``.
 Vectors (float32, L2-normalised, 384-d):
 
 - ``vectors="real"``: every corpus and query text embedded with the real all-MiniLM-L6-v2 through
-  ``build_embedder`` (cache on). On this machine (2 CPU cores) that runs at about 100 texts/s (one text per
-  forward pass, results/perf/embedding.json): 10K rows and 1,000 queries take about 2 minutes the first time;
-  1M rows would take about three hours and add ~1.6 GB to the
-  cache, so it is refused above ``REAL_LIMIT`` (20,000) unless ``force=True``.
+  ``build_embedder`` (cache on). One text per forward pass on CPU (results/perf/embedding.json has the
+  measured rate) makes that minutes at 10K and hours at 1M, and every vector lands in the cache, so it is
+  refused above ``REAL_LIMIT`` (20,000) unless ``force=True``.
 - ``vectors="synthetic"`` (default): the 258 base texts and the 138 base queries are embedded once with the
   real model (cached), then the copy of chunk ``i`` in block ``b`` is
   ``normalise(E[i] + beta * c + alpha * u_b + sigma * g / sqrt(384))`` and a query of block ``b`` is
@@ -46,8 +45,8 @@ Vectors (float32, L2-normalised, 384-d):
     documents and questions are closer to each other than to another team's copies (cosine gain about
     ``alpha^2``), the part of the real team marker that differs between teams;
   - ``c`` one seeded unit vector shared by all blocks: the part of the marker every team shares (the real
-    marker raises the cosine of *unrelated* texts of different teams from 0.185 to 0.212; ``alpha`` and
-    ``sigma`` alone cannot, which is why the brief's two-parameter form was extended; ``beta=0`` gives it);
+    marker raises the cosine of *unrelated* texts of different teams, which ``alpha`` and ``sigma`` alone
+    cannot reproduce: that is why the brief's two-parameter form was extended; ``beta=0`` gives it);
   - ``g`` standard normal, keyed by (block, text), so ``sigma`` is about the norm of the noise, two teams'
     copies of a text differ, and a text repeated inside a block (an unchanged section of a new version)
     keeps one vector as a real embedding would;
@@ -60,14 +59,16 @@ Vectors (float32, L2-normalised, 384-d):
   10000 --fit`` searches the whole grid). For the v2 dataset and the `` ~b`` marker they were found on the
   0.04 grid first and then on the 0.02 grid within +-0.04 of its best point, which stayed the best (an
   interior point). ``REAL_STATS_10K`` / ``REAL_STATS_3K`` keep the real figures, ``STAT_TOLERANCES`` the
-  documented tolerances (``compare`` prints them side by side). Known residuals: the real copies of one text
-  in two teams vary more (cosine sd 0.004 vs 0.0002: the marker moves a short text more than a long one), the
-  synthetic top-1 cosine is about 0.004-0.008 higher, and at 10K the own-block share of the top-10 is about
-  0.02 lower and the consecutive sections of a document about 0.016 less similar.
+  documented tolerances (``compare`` prints both side by side, with the current residuals). Known residuals,
+  by construction: the real copies of one text in two teams vary more (the marker moves a short text more
+  than a long one, the synthetic team direction moves every text alike), and the three parameters cannot
+  match every statistic at once, so the synthetic top-1 cosine, own-block share and consecutive-section
+  similarity sit slightly off the real ones, within ``STAT_TOLERANCES``.
 
 Built with numpy only (tiling, offsets, fancy indexing, ``np.strings`` for ids, texts, doc_ids and
 families; no Python loop over rows): vectors are made in groups of whole blocks (about ``CHUNK_ROWS`` rows)
-with one random stream per block, so peak memory stays about one vector matrix plus ~100 MB, and the first M
+with one random stream per block, so peak memory stays about one vector matrix plus one group's
+temporaries (``profile`` measures it), and the first M
 rows of a larger build equal a build of M rows (same seed).
 
 Command line: ``python -m smartvector_bench.tools.scale profile -n 1000000`` (build time and peak RSS) and

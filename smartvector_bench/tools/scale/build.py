@@ -144,7 +144,7 @@ def scale_dataset(n_vectors: int, seed: int = 0, vectors: str = "synthetic", *, 
             raise BenchError(f"{name}={value}: must be a number >= 0")
     if vectors == "real" and n_vectors > REAL_LIMIT and not force:
         raise BenchError(f"vectors=real: n_vectors={n_vectors} is above REAL_LIMIT={REAL_LIMIT}: embedding every "
-                         f"text with MiniLM on CPU runs at about 100 texts/s (hours for 1M) and fills the "
+                         f"text with MiniLM on CPU, one text per forward pass, takes hours at 1M and fills the "
                          f"cache; use vectors=synthetic, or pass force=True")
     n = int(n_vectors)
     t0 = time.perf_counter()

@@ -11,8 +11,8 @@ from smartvector_bench.tools.scale.columns import CHUNK_ROWS, seeded_rng
 
 # Real MiniLM statistics (means / shares of similarity_stats, FIT_KEYS) of scale_dataset(N, seed=0,
 # vectors="real"), 1,000 queries, from `python -m smartvector_bench.tools.scale compare -n N` (benchmark-v2 default
-# dataset, seed 42; team marker " ~b"). Over seeds 0-4 the real figures move by at most 0.004 (cosines) and
-# 0.025 (top1_is_gold, topk_own_block_share).
+# dataset, seed 42; team marker " ~b"). Kept here so that the tests check the synthetic vectors against
+# real ones without re-embedding every text; rerun that command after changing the dataset or the marker.
 REAL_STATS_10K: dict[str, float] = {
     "top1_cos": 0.7591, "gold_cos": 0.6822, "top1_is_gold": 0.041, "topk_own_block_share": 0.0776,
     "fact_versions_cos": 0.8799, "doc_sections_cos": 0.4791, "families_same_block_cos": 0.2133,
