@@ -37,7 +37,7 @@ def tiny():
 
 @pytest.fixture(scope="module")
 def lake_data():
-    return scale_dataset(300, n_queries=N_Q)  # ~110 Delta commits: the lake is the slow part
+    return scale_dataset(300, n_queries=N_Q)  # one Delta commit per changed version: the lake is the slow part
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,8 @@ import sys
 import numpy as np
 import pytest
 
-from smartvector_bench.tools.perf.runner import summary_rows, write_results
+from smartvector_bench.tools.perf.runner import write_results
+from smartvector_bench.tools.perf.summary import summary_rows
 from smartvector_bench.tools.perf.targets import evaluate_targets, render_markdown
 from smartvector_bench.tools.perf.timing import Row, repeat, rows, summarize
 

@@ -15,12 +15,11 @@ from omegaconf import DictConfig, OmegaConf
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.core.cli_errors import hydra_entry, reports_bad_input
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.tools.perf.runner import run_profile, write_results
 
 
 @reports_bad_input("smartvector-perf")
 def bench(cfg: DictConfig) -> None:
-    from smartvector_bench.tools.perf.runner import run_profile, write_results
-
     container = OmegaConf.to_container(cfg, resolve=True)
     for key in ("search", "out_dir"):
         if key not in container:

@@ -23,15 +23,16 @@ import numpy as np
 
 from smartvector_bench.systems.smartvector.candidates import recall
 from smartvector_bench.systems.smartvector.consolidation import ConsolidationResult, consolidate
+from smartvector_bench.systems.smartvector.retriever import SmartVector
+from smartvector_bench.tools.perf.systems import retriever_config
 from smartvector_bench.tools.perf.timing import Row, rows
+from smartvector_bench.tools.scale import scale_dataset
 
 DEFAULT_K = 20
 _ALL_PAIRS: dict = {}
 
 
 def default_smartvector_config() -> dict:
-    from smartvector_bench.tools.perf.systems import retriever_config
-
     return retriever_config("smartvector")
 
 
@@ -82,8 +83,6 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
     """Consolidation of ``data`` (a ScaleData) with the default smartvector config, candidates = ``k``
     (``index``: the candidate index, default the config's); ``all_pairs`` adds the all-pairs run and the
     recall rows (use at 10K or less: all pairs is quadratic)."""
-    from smartvector_bench.systems.smartvector.retriever import SmartVector
-
     r = SmartVector(**default_smartvector_config())
     vectors = str(data.info.get("vectors", "synthetic"))
     params = dataclasses.replace(r.cons_params, candidates=int(k), **({"candidate_index": index} if index else {}))
@@ -110,8 +109,6 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
 
 
 def main(argv: list[str] | None = None) -> int:
-    from smartvector_bench.tools.scale import scale_dataset
-
     ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.perf.consolidation", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-n", type=int, default=10_000)

@@ -27,10 +27,16 @@ import time
 from pathlib import Path
 
 import numpy as np
+from omegaconf import OmegaConf
 
+from data_gen.params import params_from_config
+from data_gen.writer import write_dataset
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.core.atomic import atomic_write_json
+from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.embedding import MiniLMEmbedder, _normalise
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.provenance import provenance
 
 BATCH_SIZE = 64  # the old encoder's batch size (conf/embedder/minilm.yaml before per-text encoding)
 DATASET = "versioned_policies"
@@ -38,13 +44,6 @@ DATASET = "versioned_policies"
 
 def dataset_texts() -> tuple[list[str], dict]:
     """Corpus texts then query texts of the default dataset, generated in a temporary folder."""
-    from omegaconf import OmegaConf
-
-    from data_gen.params import params_from_config
-    from data_gen.writer import write_dataset
-
-    from smartvector_bench.core.dataset import load_dataset
-
     cfg = OmegaConf.to_container(OmegaConf.load(Path(CONF_DIR) / "dataset" / f"{DATASET}.yaml"), resolve=True)
     cfg.pop("defaults", None)
     with tempfile.TemporaryDirectory(prefix="svb-emb-bench-") as tmp:
@@ -65,9 +64,7 @@ def _stats(seconds: list[float], n_texts: int) -> dict:
 
 def measure(texts: list[str], repeats: int, embedder) -> dict:
     """Time both methods on ``texts`` (alternating, odd repetitions reversed) and compare their vectors."""
-    import torch
-
-    from smartvector_bench.core.embedding import _normalise
+    import torch  # heavy: loaded only when a measurement runs, as core.embedding does
 
     model = embedder._model
 
@@ -142,8 +139,6 @@ def parser() -> argparse.ArgumentParser:
 
 def run(out: Path, repeats: int = 5, n_texts: int | None = None, embedder=None) -> dict:
     """Measure and write ``out``; ``embedder``: a loaded MiniLMEmbedder (default: load one)."""
-    from smartvector_bench.core.provenance import provenance
-
     texts, dataset = dataset_texts()
     if n_texts is not None:
         if n_texts > len(texts):
@@ -151,8 +146,6 @@ def run(out: Path, repeats: int = 5, n_texts: int | None = None, embedder=None) 
         texts = texts[:n_texts]
     if embedder is None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from smartvector_bench.core.embedding import MiniLMEmbedder
-
         embedder = MiniLMEmbedder()
     load_start = list(os.getloadavg())
     t = time.perf_counter()

@@ -9,8 +9,8 @@ LiveVectorLake (:func:`bench_livevectorlake`), indexed at ``serve_time`` = the l
   lake's per-document CDC, one Delta MERGE commit and one hot-tier persist per changed version, real
   ``deltalake`` on real files in a temp dir), ``commits``, ``cold_ms`` / ``hot_ms`` (per commit, one row
   per commit), ``compact_s`` (the periodic compactions of the cold table, ``compact_every`` commits apart:
-  without them a MERGE's cost grows with the number of small files, one per commit, and 12,000 chunks
-  (~4,560 commits) did not finish in reasonable time), ``cold_rows`` (rows in the Delta table);
+  without them every commit adds a small file and a MERGE's cost grows with their number, so a long
+  history's ingest slows down commit after commit), ``cold_rows`` (rows in the Delta table);
 - ``search_batch`` / ``livevectorlake_current``: every query asked "now" (``as_of`` = ``serve_time``, so
   the hot FAISS tier answers): ``batch_s`` per repetition and ``qps``;
 - ``search_latency`` / ``livevectorlake_current``: ``query_ms`` one row per query (one query per call);
@@ -32,7 +32,8 @@ kg_smartvector (:func:`bench_kg`), indexed at the same ``serve_time``:
 
 kg_smartvector re-reads its SQLite state only when the database changed (``PRAGMA data_version`` and the
 connection's ``total_changes``); the timed calls follow a warm-up call on an unchanged database, so they
-exclude that read (about 140 ms at 10,000 entities), which the first query after any write pays.
+exclude that read, which the first query after any write pays; it is reported on its own
+(``state_read_ms``) because it grows with the store while a warm query does not pay it.
 """
 
 from __future__ import annotations
@@ -42,14 +43,14 @@ import time
 import numpy as np
 
 from smartvector_bench.systems.kg_smartvector.retriever import KGSmartVector
+from smartvector_bench.systems.livevectorlake.lake import LiveVectorLake
 from smartvector_bench.systems.livevectorlake.retriever import LiveVectorLakeRetriever
 from smartvector_bench.systems.plain_cosine import PlainCosine
-from smartvector_bench.tools.scale import ScaleData, scale_dataset
+from smartvector_bench.tools.scale import ScaleData
 from smartvector_bench.tools.perf.systems import retriever_config
 from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
 
 K = 10
-ASOF_HISTORY = 12_000  # the as-of target is over a 12,000-chunk history
 
 
 def vectors_mode(data: ScaleData) -> str:
@@ -78,8 +79,6 @@ def _batch_and_latency(out: list[Row], system: str, n: int, mode: str, fn, n_q: 
 def lvl_index(data: ScaleData, **overrides) -> tuple[LiveVectorLakeRetriever, float, list]:
     """The default livevectorlake retriever indexed at :func:`serve_time_of`; (retriever, seconds, per-ingest
     timings ``[{cdc, cold, hot}]`` of the versions that wrote a commit)."""
-    from smartvector_bench.systems.livevectorlake.lake import LiveVectorLake
-
     r = LiveVectorLakeRetriever(**retriever_config("livevectorlake", **overrides))
     timings: list[dict] = []
     orig = LiveVectorLake.ingest_document
@@ -171,12 +170,6 @@ def bench_livevectorlake(data: ScaleData, reps: int, n_latency: int, built: tupl
     return out
 
 
-def bench_asof_history(n: int = ASOF_HISTORY, reps: int = 3, n_latency: int = 200, seed: int = 0,
-                       n_queries: int = 1000) -> list[Row]:
-    """:func:`bench_livevectorlake` on ``scale_dataset(n)`` (a ~12,000-chunk history by default)."""
-    return bench_livevectorlake(scale_dataset(n, seed=seed, n_queries=n_queries), reps, n_latency)
-
-
 # -- kg_smartvector ---------------------------------------------------------------------------------------------
 
 def kg_index(data: ScaleData, **overrides) -> tuple[KGSmartVector, float]:
@@ -209,46 +202,3 @@ def bench_kg(data: ScaleData, reps: int, n_latency: int) -> list[Row]:
     _batch_and_latency(out, "plain_cosine", n, mode, lambda s: cos.search(qv[s], as_of[s], K), len(qv), reps,
                        n_latency, note="pure cosine (FAISS flat), the spec's 2x baseline")
     return out
-
-
-# -- command line -----------------------------------------------------------------------------------------------
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m smartvector_bench.tools.perf.peers {lvl,kg,ripple} -n N [--reps R] [--n-latency L] [--origins O]
-    [--json FILE]``: run one case on ``scale_dataset(N, seed)`` and print its summary (median, p95, p99)."""
-    import argparse
-    import json
-    from dataclasses import asdict
-
-    from smartvector_bench.tools.perf.ripple import bench_ripple
-    from smartvector_bench.tools.perf.runner import summary_rows
-
-    ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.perf.peers")
-    ap.add_argument("case", choices=("lvl", "kg", "ripple"))
-    ap.add_argument("-n", type=int, required=True)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--n-queries", type=int, default=1000)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--n-latency", type=int, default=200)
-    ap.add_argument("--origins", type=int, default=1000)
-    ap.add_argument("--kg-max-entities", type=int, default=None)
-    ap.add_argument("--json", default=None, help="also write every row to this file")
-    a = ap.parse_args(argv)
-    data = scale_dataset(a.n, seed=a.seed, n_queries=a.n_queries)
-    if a.case == "lvl":
-        out = bench_livevectorlake(data, a.reps, a.n_latency)
-    elif a.case == "kg":
-        out = bench_kg(data, a.reps, a.n_latency)
-    else:
-        out = bench_ripple(data, n_origins=a.origins, seed=a.seed, kg_max_entities=a.kg_max_entities)
-    if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump([asdict(r) for r in out], f)
-    for s in summary_rows(out):
-        print(f"{s['case']:<15} {s['system']:<24} {s['n_vectors']:>7} {s['metric']:<20} median {s['median']:.4g}  "
-              f"p95 {s['p95']:.4g}  p99 {s['p99']:.4g}  n {s['n']}  {s['unit']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""The paper's own code (PyPI ``smartvector-rag`` 0.1.1, driven by :mod:`..retrievers.smartvector_ref`) at scale,
+"""The paper's own code (PyPI ``smartvector-rag`` 0.1.1, driven by :mod:`smartvector_bench.systems.smartvector_ref`) at scale,
 side by side with our ``smartvector`` retriever on the same queries in the same process.
 
 :func:`bench_reference` builds ``smartvector_ref`` from the benchmark's own config (``conf/retriever``, composed
@@ -8,32 +8,30 @@ with Hydra: schedule ``before_each_ingest``, include_dormant false, ...) and ind
 both systems.
 
 What is measured, and the one bound. With the benchmark's schedule the package's consolidation agent runs
-before every batch of chunks sharing a creation time (134 runs at 500 chunks, ~800 at 10,000) and each run
+before every batch of chunks sharing a creation time (one run per distinct creation time) and each run
 compares all pairs twice in Python (``ConflictDetector.detect_conflicts``: word Jaccard + difflib ratio on
 every ACTIVE / UNCONSOLIDATED pair; ``RelationshipBuilder.build_relationships``: word Jaccard on every
-non-archived pair). Measured on this machine (2 cores, shared): indexing 500 chunks that way took 341 s
-(301 s conflicts, 39 s relationships), so the faithful ingest is unaffordable at any size worth reporting.
-For ``ingest`` and the search cases the retriever therefore runs exactly as configured except that, during
+non-archived pair). Quadratic work in pure Python, repeated once per creation time, makes the faithful ingest
+unaffordable at any size worth reporting (docs/operations.md, Performance, keeps what it cost). For ``ingest`` and the search cases the retriever therefore runs exactly as configured except that, during
 ``index()`` only, those two all-pairs passes return no conflicts and no relationships
 (:func:`linear_consolidation`); every other step of every run (dormancy at the batch time, ripples, promotion
-UNCONSOLIDATED -> ACTIVE, and so the package's own supersession at ingest) runs as shipped. At 500 chunks the
-resulting store matches the faithful one closely (ACTIVE / DORMANT / DEPRECATED 100 / 271 / 55 against
-99 / 276 / 51; query p50 1.2 ms against 1.3 ms): the query cost depends on the number of vectors it scores,
-which dormancy and supersession decide, not on the edges. What the bound leaves out (edges, so the relational
-bonus and ripples along them, and conflict marks) changes scores, not the per-vector work of a query (one
-more ``log`` and a short loop over ``contradictions``).
+UNCONSOLIDATED -> ACTIVE, and so the package's own supersession at ingest) runs as shipped. The bound leaves
+the query's work as it is: the query cost depends on the number of vectors it scores, which dormancy and
+supersession decide, not on the edges. What the bound leaves out (edges, so the relational bonus and ripples
+along them, and conflict marks) changes scores, not the per-vector work of a query (one more ``log`` and a
+short loop over ``contradictions``).
 
 The all-pairs cost is measured on its own (case ``consolidation``): ONE full run of the package's
 consolidation, as shipped, at ``serve_time`` on the first ``min(N, CONSOLIDATION_MAX)`` chunks freshly
 ingested (the retriever with ``consolidation_schedule=serve_time_only``; :func:`corpus_prefix`: the first M
 rows of a scaled build equal a build of M rows), with the two passes timed separately. The relationship pass
 grows with the square of the chunks ingested, the conflict pass with the square of those still ACTIVE after
-the run's dormancy step (difflib: ~1 ms per pair here).
+the run's dormancy step (difflib on every pair is the dominant cost).
 
 Search is timed through the retriever's ``search`` (package ``db.query`` under the frozen clock, plus mapping
 the hits back to corpus rows) with its store-fingerprint check switched off: that check (built twice per
-call, O(N) Python tuples) is the benchmark's own audit, not the package, and would add 4-12 ms per query at
-10K, +15-40% (its cost is reported as ``fingerprint_ms``). One untimed full batch runs first with the check on
+call, O(N) Python tuples) is the benchmark's own audit, not the package, and would inflate every query by a
+cost that grows with N (it is reported on its own as ``fingerprint_ms``). One untimed full batch runs first with the check on
 (so the package's query is verified not to change the store) and serves as the warm-up.
 
 Rows (:class:`~.timing.Row`; nothing asserted here), ``n_vectors`` = N unless said:
@@ -55,41 +53,20 @@ Rows (:class:`~.timing.Row`; nothing asserted here), ``n_vectors`` = N unless sa
 The throughput ratio (target T6, >= 100x at 10K) is our faster exact mode's qps / smartvector_ref qps within
 one run (:mod:`.targets`; both modes are reported).
 
-Sizes. ``python -m smartvector_bench.tools.perf.reference -n 500 1000 2000 5000 10000 --queries 100 --reps 3`` (this
-module on ``scale_dataset(n, n_queries=100)``, synthetic vectors; 2 cores shared with other jobs, load ~4, so
-+-30%); the full consolidation column is one run as shipped on all N chunks (``--consolidation-max``). These
-figures (and the ones below) were measured on the benchmark-v1 dataset (rows in document order, team marker
-`` (team b)``) and have not been re-measured on v2; rerun the command for current numbers:
-
-======  ========  =======  ====  =================  =========  ========  ==========  =========  ==============
-chunks  ingested  index s  runs  ACTIVE / DORMANT   ref p50    ref p95   ref q/s     ours q/s   one full
-                                 / DEPRECATED       ms         ms        (batch)     (batch)    consolidation s
-======  ========  =======  ====  =================  =========  ========  ==========  =========  ==============
-500     427       0.06     135   100 / 272 / 55     1.08       1.31      915         3,872      3.7-12.3
-1,000   890       0.17     279   84 / 675 / 131     1.05       1.39      800         3,545      4.6-10.4
-2,000   1,402     0.38     373   276 / 944 / 182    3.04       6.06      319         3,155      52 (load)
-5,000   4,771     3.2      1101  338 / 3725 / 708   5.43       13.3      103         1,807      not run
-10,000  5,820     3.5      826   1614 / 3566 / 640  28.4       72.5      32.3        1,318      not run
-======  ========  =======  ====  =================  =========  ========  ==========  =========  ==============
-
-(ingested: chunks created by ``serve_time``; the rest lie after the latest query.) At 10,000 the ratio is
-1,318 / 32.3 = 41x (target T6: 100x). The same command again under heavier load: 10,000 ref p50 26.2 ms,
-p95 57.0, 23.1 q/s, ours 940 q/s (41x); 1,000 full consolidation 10.4 s, 500 12.3 s (conflicts 10.6 s). With
-``OMP_NUM_THREADS=1`` and lighter load (``-n 10000 --consolidation-max 0``): ref p50 17.8 ms, 55.1 q/s, ours
-1,506 q/s (27x). The package's query costs ~10 us per ACTIVE vector it scores (with ``include_dormant=true``
-at 10,000: 5,180 scored, p50 55 ms; the issue's 118 ms fits a store where all 10,000 are scored); dormancy at
-the batch times decides how many. The faithful store differs little: at 1,000 chunks after one full run
-(5,662 relationships, 90 ACTIVE) the query p50 is 1.21 ms against 1.05 ms for the bounded store (84 ACTIVE).
-The store audit is 4-12 ms per search call at 10,000.
-
-So the bounded reference is affordable at 10,000 (about 20 s with 100 queries and one repetition, plus the
-1,000-chunk full consolidation), the issue's target size; the full consolidation is not (``CONSOLIDATION_MAX``).
+Sizes. ``python -m smartvector_bench.tools.perf.reference -n 500 1000 2000 5000 10000 --queries 100 --reps 3``
+runs this module on ``scale_dataset(n, n_queries=100)`` at each size and prints the medians; the full
+consolidation is one run as shipped on the first ``--consolidation-max`` chunks. The package's query cost grows
+with the number of ACTIVE vectors it scores (a Python loop), and dormancy at the batch times decides how many,
+so its throughput falls as N grows. The bounded reference is affordable at 10,000,
+the issue's target size; the full consolidation is not, hence ``CONSOLIDATION_MAX``.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -102,21 +79,19 @@ from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.systems.smartvector_ref import SmartVectorRef
 from smartvector_bench.tools.scale import ScaleData, scale_dataset
 from smartvector_bench.tools.perf.systems import retriever_config
-from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
+from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows, summarize
 
 K = 10
 SYSTEM = "smartvector_ref"
 OURS = "smartvector"
 OURS_RERANK = "smartvector_rerank_vs_ref"  # its own name: the search case has smartvector_rerank at 10K too
-# `make bench` runs the reference at 10,000 chunks, the issue's target size (bench_reference with 100 queries,
-# reps 3: 46-74 s in all, of which our smartvector's index() 21-35 s and the 1,000-chunk full consolidation 4-14 s),
-# and `make bench-quick` at 500 (20 queries, reps 1: 5.9 s); conf/bench_profile/{full,quick}.yaml.
+# `make bench` runs the reference at 10,000 chunks, the issue's target size, and `make bench-quick` at 500, a
+# size that exercises every step in seconds (conf/bench_profile/{full,quick}.yaml).
 FULL_SIZES = (10_000,)
 QUICK_SIZES = (500,)
 # One full package consolidation run (both all-pairs passes) is measured on at most this many chunks (the first
-# ones of the build). Measured (module docstring): 3.7-12.3 s at 500, 4.6-10.4 s at 1,000, 52 s at 2,000 (conflicts
-# 39 s: difflib ~1 ms per pair of the 290 ACTIVE at serve_time; relationships 13 s: ~11 us per pair of all 1,404).
-# At 10,000 that is ~5,820^2/2 x 11 us = ~190 s of relationships plus ~1,700^2/2 x 1 ms = ~25 min of conflicts.
+# ones of the build): both passes are quadratic in pure Python (difflib on every ACTIVE pair), so a run on all
+# 10,000 chunks is not affordable in `make bench`; 1,000 keeps it short.
 CONSOLIDATION_MAX = 1_000
 SV_MIN_REPS = 5  # our smartvector's batch is milliseconds: repeat it at least this often for a stable median
 
@@ -322,11 +297,6 @@ def bench_reference(data: ScaleData, n_queries: int, reps: int, *, candidates: i
 
 def main(argv: list[str] | None = None) -> int:
     """Print the medians of :func:`bench_reference` at each size (the measurements in the module docstring)."""
-    import argparse
-    from collections import defaultdict
-
-    from smartvector_bench.tools.perf.timing import summarize
-
     ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.perf.reference")
     ap.add_argument("-n", type=int, nargs="+", default=list(FULL_SIZES))
     ap.add_argument("--queries", type=int, default=100)

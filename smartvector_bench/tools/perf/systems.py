@@ -5,15 +5,15 @@ from __future__ import annotations
 import copy
 from functools import lru_cache
 
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from omegaconf import OmegaConf
+
+from smartvector_bench.core import CONF_DIR
+
 
 @lru_cache(maxsize=1)
 def _retrievers() -> dict:
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from omegaconf import OmegaConf
-
-    from smartvector_bench.core import CONF_DIR
-
     if GlobalHydra.instance().is_initialized():  # inside a Hydra app (smartvector-perf): its search path is conf/
         return OmegaConf.to_container(compose("config"), resolve=True)["retrievers"]
     with initialize_config_dir(version_base="1.3", config_dir=CONF_DIR):

@@ -51,6 +51,8 @@ class CollectSweep(Callback):
     # -- internals --------------------------------------------------------------------------------------------
 
     def _refuse_shared_folders(self, config: DictConfig) -> None:
+        # Imported here, not at the top: Hydra builds this callback for single runs too, and the collector
+        # loads pandas, which only a multirun needs. (No circle: collect never imports this module.)
         from smartvector_bench.tools.sweeps.collect import folder_collisions, plan_jobs
 
         try:
@@ -74,7 +76,7 @@ class CollectSweep(Callback):
         if self._collected or self._sweep_dir is None:
             return
         self._collected = True
-        from smartvector_bench.tools.sweeps.collect import run
+        from smartvector_bench.tools.sweeps.collect import run  # lazy for the reason in _refuse_shared_folders
 
         try:
             c, _summary, _code = run(self._sweep_dir)

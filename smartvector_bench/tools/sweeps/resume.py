@@ -80,10 +80,6 @@ def completed_result(out_dir: str | Path, config: dict, key: dict | None = None)
     return (None, changes) if changes else (result, [])
 
 
-def read_status(out_dir: str | Path) -> dict | None:
-    return load_result(Path(out_dir) / STATUS_FILE)
-
-
 def write_status(out_dir: str | Path, status: str, **fields: Any) -> dict:
     now = time.time()
     record = {"status": status, "time": now, "time_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
