@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
+from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset import Corpus, Queries
+from smartvector_bench.core.errors import BenchError
 
 
 @dataclass
@@ -60,7 +62,6 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
     """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
     packages), then one JSON line per query; ``judged`` holds the per-query ``correct``, ``stale``, ``rumor``. The
     query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can be run from the file."""
-    from smartvector_bench.core.atomic import atomic_write_text
 
     lines = [json.dumps({"_meta": {**meta, "system": run.system, "k": k}}, ensure_ascii=False, sort_keys=True)]
     for i, qid in enumerate(queries.ids):
@@ -79,7 +80,6 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
 
 def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, Run]:
     """Load a saved run back (for re-scoring without re-running a model); rows are aligned to ``queries``."""
-    from smartvector_bench.core.errors import BenchError
 
     lines = Path(path).read_text(encoding="utf-8").splitlines()
     if not lines or "_meta" not in (first := json.loads(lines[0])):
@@ -181,7 +181,6 @@ def trec_run_lines(run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag:
 def write_run_trec(path: Path, run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag: str | None = None,
                    split: str | None = None, score: str = "rank") -> None:
     """Write :func:`trec_run_lines` to ``path`` atomically (provenance: the JSONL run file and metrics.json)."""
-    from smartvector_bench.core.atomic import atomic_write_text
 
     lines = trec_run_lines(run, queries, corpus, k=k, tag=tag, split=split, score=score)
     atomic_write_text(path, "".join(line + "\n" for line in lines))
@@ -202,7 +201,6 @@ def qrels_trec_lines(queries: Queries, corpus: Corpus, split: str | None = None)
 
 def write_qrels_trec(path: Path, queries: Queries, corpus: Corpus, split: str | None = None) -> None:
     """Write :func:`qrels_trec_lines` to ``path`` atomically."""
-    from smartvector_bench.core.atomic import atomic_write_text
 
     atomic_write_text(path, "".join(line + "\n" for line in qrels_trec_lines(queries, corpus, split=split)))
 
@@ -211,7 +209,6 @@ def read_run_trec(path: Path) -> dict[str, list[tuple[str, float]]]:
     """``{qid: [(docid, score), ...]}`` of a TREC run file, each list in its rank-column order (for
     round-trips). Raises BenchError on a line without 6 columns, a non-numeric rank or score, or a
     (qid, docid) or (qid, rank) given twice."""
-    from smartvector_bench.core.errors import BenchError
 
     out: dict[str, list[tuple[int, str, float]]] = {}
     seen: set[tuple[str, str]] = set()

@@ -215,6 +215,8 @@ class LiveVectorLakeRetriever:
         return path
 
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
+        # Here, not at the top: the lake loads deltalake and pyarrow, and every configured system is built (not
+        # indexed) to check a config, so a run without this system never pays for them.
         from smartvector_bench.systems.livevectorlake import LiveVectorLake
 
         t_start = time.perf_counter()
