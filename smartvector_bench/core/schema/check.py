@@ -20,8 +20,8 @@ from pathlib import Path
 
 import jsonschema
 
-from smartvector_bench.core.dataset import (CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, _decode, _iso, _parse_json, _read_bytes,
-                       _stat, dataset_sha256, load_dataset)
+from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, dataset_sha256, load_dataset
+from smartvector_bench.core.dataset.read import _decode, _iso, _parse_json, _read_bytes, _stat, json_lines
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
 
@@ -123,12 +123,8 @@ def _jsonl(root: Path, name: str, problems: list[Problem], ids: dict | None = No
         return []
     validator = _validator(ROW_SCHEMA[name])
     rows = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip(" \t\r"):
-            continue
-        try:
-            obj = _parse_json(line)
-        except (ValueError, RecursionError) as exc:
+    for lineno, obj, exc in json_lines(text):
+        if exc is not None:
             problems.append(Problem(name, lineno, None, f"not valid JSON ({str(exc)[:80]})"))
             continue
         found = _row_problems(validator, name, lineno, obj)
