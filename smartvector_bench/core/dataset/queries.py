@@ -13,23 +13,20 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.errors import BenchError
 
 from .columns import Corpus, Queries, QUERY_DEFAULTS, QUERY_META, SPLITS
-from .read import _decode, _ident, _need, _read_bytes, read_jsonl, _SCORE, _show, _time
+from .read import (_decode, _ident, _need, QRELS_HEADER, _read_bytes, read_jsonl, _SCORE, _show, _time,
+                   tsv_lines)
 
 
 def load_qrels(path: Path, text: str | None = None) -> dict[str, list[tuple[str, int, int]]]:
     """``{query id: [(corpus id, grade, line), ...]}`` in file order; BEIR header, integer grades >= 0."""
     if text is None:
         text = _decode(path, _read_bytes(path, "a dataset folder needs qrels/dev.tsv and qrels/test.tsv"))
-    lines = text.split("\n")
-    if lines[0].removesuffix("\r").split("\t") != ["query-id", "corpus-id", "score"]:
-        raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score', got {_show(lines[0])}")
+    header, rows = tsv_lines(text)
+    if header.removesuffix("\r").split("\t") != QRELS_HEADER:
+        raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score', got {_show(header)}")
     out: dict[str, list[tuple[str, int, int]]] = {}
     first: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(lines[1:], 2):
-        line = line.removesuffix("\r")
-        if not line.strip(" \t"):
-            continue
-        parts = line.split("\t")
+    for lineno, parts in rows:
         if len(parts) != 3:
             raise BenchError(f"{path}:{lineno}: expected 3 tab-separated fields (query-id, corpus-id, score), "
                              f"got {len(parts)}")

@@ -131,6 +131,21 @@ def json_lines(text: str) -> Iterator[tuple[int, object, Exception | None]]:
             yield lineno, None, exc
 
 
+QRELS_HEADER = ["query-id", "corpus-id", "score"]
+
+
+def tsv_lines(text: str) -> tuple[str, list[tuple[int, list[str]]]]:
+    """(the first line as written, [(line number, tab-separated fields)] of every non-blank line after it), with
+    ``\r`` line endings dropped: the shared reading of a qrels file."""
+    lines = text.split("\n")
+    rows = []
+    for lineno, line in enumerate(lines[1:], 2):
+        line = line.removesuffix("\r")
+        if line.strip(" \t"):
+            rows.append((lineno, line.split("\t")))
+    return lines[0], rows
+
+
 def read_jsonl(path: Path, allow_empty: bool = False, text: str | None = None) -> list[tuple[int, dict]]:
     """(line number, object) for every non-blank line of ``path`` (or of ``text``, its already-read content);
     errors name the file and line."""

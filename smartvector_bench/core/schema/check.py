@@ -21,7 +21,8 @@ from pathlib import Path
 import jsonschema
 
 from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, dataset_sha256, load_dataset
-from smartvector_bench.core.dataset.read import _decode, _iso, _parse_json, _read_bytes, _stat, json_lines
+from smartvector_bench.core.dataset.read import (QRELS_HEADER, _decode, _iso, _parse_json, _read_bytes, _stat,
+                                                 json_lines, tsv_lines)
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
 
@@ -149,15 +150,11 @@ def _qrels(root: Path, name: str, problems: list[Problem]) -> list[tuple[int, st
     except BenchError as exc:
         problems.append(Problem(name, None, None, str(exc).split(": ", 1)[-1]))
         return []
-    lines = text.split("\n")
-    if lines[0].removesuffix("\r").split("\t") != ["query-id", "corpus-id", "score"]:
+    header, rows = tsv_lines(text)
+    if header.removesuffix("\r").split("\t") != QRELS_HEADER:
         problems.append(Problem(name, 1, None, "header must be 'query-id<TAB>corpus-id<TAB>score'"))
     out, seen = [], {}
-    for lineno, line in enumerate(lines[1:], 2):
-        line = line.removesuffix("\r")
-        if not line.strip(" \t"):
-            continue
-        parts = line.split("\t")
+    for lineno, parts in rows:
         if len(parts) != 3:
             problems.append(Problem(name, lineno, None, f"expected 3 tab-separated fields, got {len(parts)}"))
             continue
