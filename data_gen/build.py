@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .git_history import write_git_history
 from .params import params_from_config
+from .writer import write_dataset
 
 
 def write_from_config(ds_cfg: dict, out_dir: str | Path, overwrite: bool = False) -> dict:
@@ -13,9 +15,5 @@ def write_from_config(ds_cfg: dict, out_dir: str | Path, overwrite: bool = False
     (``data_gen.git_history.write_git_history``). Bad input raises BenchError naming ``dataset.<key>``."""
     params = params_from_config(dict(ds_cfg))
     if ds_cfg.get("name") == "git_history":
-        from .git_history import write_git_history
-
         return write_git_history(params, out_dir, overwrite=overwrite)
-    from .writer import write_dataset
-
     return write_dataset(params, out_dir, overwrite=overwrite)

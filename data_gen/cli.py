@@ -1,5 +1,5 @@
 """``smartvector-gen``: write one dataset folder (thin Hydra entry point; the work is in build.py, writer.py and
-git_history.py)."""
+git_history/)."""
 
 from __future__ import annotations
 

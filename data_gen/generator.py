@@ -19,18 +19,18 @@ Dependency edges join answer and non-answer chunks alike: runbook step -> policy
 family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
 kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.labels`.
 
-Randomness comes from named sub-streams of the seed (``_rng(seed, purpose, family)``), so changing one knob
+Randomness comes from named sub-streams of the seed (``seeded_rng(seed, purpose, family)``), so changing one knob
 (say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents, families and
 queries (per family and per category kind) depend on the config only; which messages confirm and which are
 notes is drawn per message (``confirmation_rate``), and so are the categories a query's judgments imply.
 
-One module, a little over 500 lines, because a family is one story told in order (time line, policy, runbook,
-messages, cross references, queries); the splits live in ``data_gen.splits`` and the text in the catalog.
+One module (over 400 lines) because a family is one story told in order (time line, policy, runbook,
+messages, cross references, queries); the splits live in ``data_gen.splits``, the seeded streams and ids in
+``data_gen.common`` and the text in the catalog.
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -41,10 +41,10 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.labels import Judgment, Timeline, judge_at
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
-from .catalog import TOPICS, Topic
-from .catalog.base import Scope, draw_fillers
+from .catalog.base import draw_fillers
 from .catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, MESSAGE_MAX, NOTE_TEMPLATES,
                                PEOPLE, RUMOR_TEMPLATES)
+from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
 from .params import GeneratorParams
 
 from .splits import CATEGORY_ORDER, assign_family_splits  # noqa: F401  (CATEGORY_ORDER re-exported)
@@ -52,25 +52,6 @@ POLICY_SECTIONS = ("scope", "fact", "procedure", "contacts")
 RUNBOOK_SECTIONS = ("runbook_prereq", "runbook_step", "runbook_verify")
 KIND_OF = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
            "runbook_step": "statement", "runbook_prereq": "prerequisite", "runbook_verify": "verification"}
-
-
-@dataclass(frozen=True)
-class FamilySpec:
-    topic: Topic
-    scope: Scope
-    index: int  # position of the scope within its topic: picks the family's own templates
-
-    @property
-    def key(self) -> str:
-        return f"{self.topic.key}.{self.scope.key}"
-
-    @property
-    def title(self) -> str:
-        return f"{self.topic.title}: {self.scope.title}"
-
-
-def catalog_families() -> list[FamilySpec]:
-    return [FamilySpec(t, s, j) for t in TOPICS for j, s in enumerate(t.scopes)]
 
 
 @dataclass
@@ -133,12 +114,6 @@ class Family:
     contacts_created: list[float] = field(default_factory=list)
 
 
-def _rng(seed: int, *purpose: str) -> np.random.Generator:
-    """An independent, stable random stream per (seed, purpose...)."""
-    key = [seed] + [zlib.crc32(p.encode()) for p in purpose]
-    return np.random.default_rng(key)
-
-
 def _weighted(rng: np.random.Generator, weights: dict[str, float]) -> str:
     names = sorted(weights)
     p = np.array([weights[n] for n in names], dtype=float)
@@ -149,8 +124,7 @@ class Generator:
     def __init__(self, params: GeneratorParams):
         self.p = params
         self.start = parse_iso(params.start)
-        self._ids: set[str] = set()
-        self._id_rng = _rng(params.seed, "ids")
+        self._ids = OpaqueIds(seeded_rng(params.seed, "ids"))
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def iso(self, offset_days: float) -> str:
@@ -161,12 +135,7 @@ class Generator:
         return f"{d.day} {d:%B %Y}"
 
     def new_id(self, prefix: str) -> str:
-        """An opaque id: a prefix and random hex, unique in the dataset (says nothing about the chunk)."""
-        while True:
-            cid = f"{prefix}{int(self._id_rng.integers(16 ** 10)):010x}"
-            if cid not in self._ids:
-                self._ids.add(cid)
-                return cid
+        return self._ids.new(prefix)
 
     def _fillers(self, rng: np.random.Generator) -> dict[str, str]:
         return draw_fillers(rng)
@@ -177,7 +146,7 @@ class Generator:
 
         ``recent``: the latest change takes effect within ``recent_days`` of now (and at least 2 days before).
         """
-        rng = _rng(self.p.seed, "dates", fam.key)
+        rng = seeded_rng(self.p.seed, "dates", fam.key)
         hi = self.p.horizon_days - 3
         gap = self.p.min_version_gap_days
         last = None
@@ -220,12 +189,12 @@ class Generator:
     def family(self, plan: FamilyPlan) -> Family:
         p, spec, topic = self.p, plan.spec, plan.spec.topic
         j = spec.index
-        rng_val = _rng(p.seed, "values", spec.key)
-        rng_text = _rng(p.seed, "wording", spec.key)
-        rng_src = _rng(p.seed, "sources", spec.key)
-        rng_time = _rng(p.seed, "publish", spec.key)
-        rng_layout = _rng(p.seed, "layout", spec.key)
-        fill = self._fillers(_rng(p.seed, "fillers", spec.key))
+        rng_val = seeded_rng(p.seed, "values", spec.key)
+        rng_text = seeded_rng(p.seed, "wording", spec.key)
+        rng_src = seeded_rng(p.seed, "sources", spec.key)
+        rng_time = seeded_rng(p.seed, "publish", spec.key)
+        rng_layout = seeded_rng(p.seed, "layout", spec.key)
+        fill = self._fillers(seeded_rng(p.seed, "fillers", spec.key))
 
         n_true = plan.n_versions + int(plan.announced)
         dates = self._change_dates(spec, n_true, plan.recent)
@@ -309,7 +278,7 @@ class Generator:
 
     def _messages(self, fam: Family, dates: np.ndarray, values: list[int], fill: dict) -> None:
         p, plan, spec, topic = self.p, fam.plan, fam.plan.spec, fam.plan.spec.topic
-        rng = _rng(p.seed, "chatter", spec.key)
+        rng = seeded_rng(p.seed, "chatter", spec.key)
         n_slots = p.chatter_per_family
         latest = dates[-1]
         unused = [int(v) for v in topic.values if v not in values]
@@ -383,7 +352,7 @@ class Generator:
     def family_queries(self, fam: Family) -> list[QueryRecord]:
         p, q, plan, topic = self.p, self.p.queries, fam.plan, fam.plan.spec.topic
         who = plan.spec.scope.who
-        rng = _rng(p.seed, "queries", plan.spec.key)
+        rng = seeded_rng(p.seed, "queries", plan.spec.key)
         records: list[QueryRecord] = []
         dates = fam.timeline.effective_from
 
@@ -430,7 +399,7 @@ class Generator:
         catalog = catalog_families()
         if p.n_families > len(catalog):
             raise BenchError(f"dataset.n_families={p.n_families}: the catalog has {len(catalog)} families")
-        order = _rng(p.seed, "families").permutation(len(catalog))[: p.n_families]
+        order = seeded_rng(p.seed, "families").permutation(len(catalog))[: p.n_families]
         specs = [catalog[int(i)] for i in order]
         for i, spec in enumerate(specs):
             need = p.versions[i % len(p.versions)] + 2  # one more for an announced change, one unused for rumours
@@ -442,7 +411,7 @@ class Generator:
         n_rumors = int(round(p.contradiction_rate * n * p.chatter_per_family))
         n_announced = min(n, int(round(p.early_announcement_rate * n)))
         n_recent = max(int(round(p.recent_fraction * n)), n_announced)
-        deal = _rng(p.seed, "contradictions").permutation(n)
+        deal = seeded_rng(p.seed, "contradictions").permutation(n)
         back = deal[::-1]
         announced = np.zeros(n, dtype=bool)
         announced[back[:n_announced]] = True
@@ -453,7 +422,7 @@ class Generator:
         for idx in deal:  # rumours fill families in a seeded order, so some facts are contested and others not
             rumors[idx] = min(int(slots[idx]), n_rumors - int(rumors.sum()))
         versions = [p.versions[i % len(p.versions)] for i in range(n)]
-        can_lag = [i for i in _rng(p.seed, "lagging").permutation(n).tolist()
+        can_lag = [i for i in seeded_rng(p.seed, "lagging").permutation(n).tolist()
                    if i < n_runbooks and not announced[i] and versions[i] >= 2]
         lagging = set(can_lag[: int(round(p.lagging_source_rate * n_runbooks))])
         return [FamilyPlan(spec, versions[i], i < n_runbooks, int(rumors[i]), bool(recent[i]), bool(announced[i]),
@@ -463,7 +432,7 @@ class Generator:
         families = [self.family(plan) for plan in self.plan()]
         self._cross_references(families)
         chunks = [c for f in families for c in f.chunks]
-        perm = _rng(self.p.seed, "corpus_order").permutation(len(chunks))
+        perm = seeded_rng(self.p.seed, "corpus_order").permutation(len(chunks))
         chunks = [chunks[int(i)] for i in perm]
         rows = {c.id: i for i, c in enumerate(chunks)}
         arrays = {
@@ -481,11 +450,11 @@ class Generator:
                     raise AssertionError(f"{fam.plan.spec.key}: a query at {self.iso(rec.as_of)} has no relevant chunk")
                 self._categorise(rec, fam)
                 queries.append(rec)
-        perm = _rng(self.p.seed, "query_order").permutation(len(queries))
+        perm = seeded_rng(self.p.seed, "query_order").permutation(len(queries))
         queries = [queries[int(i)] for i in perm]
         for i, rec in enumerate(queries, 1):
             rec.id = f"q{i:04d}"
-        assign_family_splits(queries, self.p.test_fraction, _rng(self.p.seed, "splits"))
+        assign_family_splits(queries, self.p.test_fraction, seeded_rng(self.p.seed, "splits"))
         return chunks, queries, families
 
     def _cross_references(self, families: list[Family]) -> None:
@@ -493,7 +462,7 @@ class Generator:
         the scope section was written), for ``cross_reference_rate`` of the families."""
         if len(families) < 2:
             return
-        rng = _rng(self.p.seed, "cross_references")
+        rng = seeded_rng(self.p.seed, "cross_references")
         for i, fam in enumerate(families):
             refer = rng.random() < self.p.cross_reference_rate
             other = families[(i + 1 + int(rng.integers(len(families) - 1))) % len(families)]

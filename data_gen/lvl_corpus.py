@@ -15,9 +15,9 @@ whether a modified text is a revert) goes to ``edits.jsonl``; the full text of e
 ``documents.jsonl``; the corpus holds one row per paragraph text with its validity window (the cold tier a
 correct system should end with), a row of a modified paragraph superseding the row it replaces.
 
-Schema v2 (as ``data_gen.generator``): ids are opaque (``Ids``), corpus rows are shuffled and carry only
-:data:`smartvector_bench.core.dataset.CORPUS_META`; each row's ``offset_start`` / ``offset_end`` is its span in the
-document version it was created in. Labels go to ``labels/`` (doc_type ``policy``; kind ``statement`` for the
+Schema v2 (as ``data_gen.generator``): ids are opaque (``data_gen.common.OpaqueIds``), corpus rows are shuffled
+and carry only :data:`smartvector_bench.core.dataset.CORPUS_META`; each row's ``offset_start`` / ``offset_end``
+is its span in the document version it was created in. Labels go to ``labels/`` (doc_type ``policy``; kind ``statement`` for the
 fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; the fact's value), each
 document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
 inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
@@ -38,7 +38,7 @@ from smartvector_bench.core.labels import GRADE_AUTHORITATIVE, Timeline, judge_a
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
-from .generator import FamilySpec, _rng, catalog_families
+from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
 
 PARAGRAPHS = ("scope", "fact", "procedure", "contacts", "boilerplate")  # "scope" is the overview
 LABEL_KIND = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
@@ -104,21 +104,6 @@ def lvl_params_from_config(cfg: dict) -> LvlParams:
     return LvlParams(**d)
 
 
-class Ids:
-    """Opaque ids, as ``Generator.new_id``: a prefix and random hex, unique in the dataset."""
-
-    def __init__(self, seed: int):
-        self._rng = _rng(seed, "lvl", "ids")
-        self._seen: set[str] = set()
-
-    def new(self, prefix: str) -> str:
-        while True:
-            cid = f"{prefix}{int(self._rng.integers(16 ** 10)):010x}"
-            if cid not in self._seen:
-                self._seen.add(cid)
-                return cid
-
-
 @dataclass
 class Paragraph:
     kind: str  # one of PARAGRAPHS
@@ -179,9 +164,9 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
     dates = [float(k * p.version_gap_days) for k in range(p.n_versions)]
     now = dates[-1] + p.version_gap_days / 2
     catalog = catalog_families()
-    order = _rng(p.seed, "lvl", "documents").permutation(len(catalog))[: p.n_documents]
+    order = seeded_rng(p.seed, "lvl", "documents").permutation(len(catalog))[: p.n_documents]
     specs: list[FamilySpec] = [catalog[int(i)] for i in order]
-    ids = Ids(p.seed)
+    ids = OpaqueIds(seeded_rng(p.seed, "lvl", "ids"))
     rows: list[dict] = []
     documents: list[dict] = []
     edits: list[dict] = []
@@ -193,9 +178,9 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
 
     for spec in specs:
         topic, key = spec.topic, spec.key
-        rng = _rng(p.seed, "lvl", key)
-        fill = draw_fillers(_rng(p.seed, "lvl", "fillers", key))
-        layout = [PARAGRAPHS[i] for i in _rng(p.seed, "lvl", "layout", key).permutation(len(PARAGRAPHS))]
+        rng = seeded_rng(p.seed, "lvl", key)
+        fill = draw_fillers(seeded_rng(p.seed, "lvl", "fillers", key))
+        layout = [PARAGRAPHS[i] for i in seeded_rng(p.seed, "lvl", "layout", key).permutation(len(PARAGRAPHS))]
         doc_id = ids.new("d")
         values = [int(v) for v in rng.permutation(topic.values)]
 
@@ -339,7 +324,7 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
         families.append(LvlFamily(key, topic.key, timeline, p.n_versions, fact_edits, fact_reverts))
 
         # Queries: the family's value now, and as of a date inside an earlier version.
-        qrng = _rng(p.seed, "lvl", "queries", key)
+        qrng = seeded_rng(p.seed, "lvl", "queries", key)
         who = spec.scope.who
         question = topic.questions[int(qrng.integers(len(topic.questions)))]
         doc_queries = [(LvlQuery(question.format(who=who), key, now, now, "current"), fact_rows[-1])]
@@ -378,12 +363,12 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
         q.answer = int(j.truth)
 
     # Shuffled rows and queries (nothing in the order says which row or query is which), whole documents per split.
-    rows = [rows[int(i)] for i in _rng(p.seed, "lvl", "corpus_order").permutation(len(rows))]
-    queries = [queries[int(i)] for i in _rng(p.seed, "lvl", "query_order").permutation(len(queries))]
+    rows = [rows[int(i)] for i in seeded_rng(p.seed, "lvl", "corpus_order").permutation(len(rows))]
+    queries = [queries[int(i)] for i in seeded_rng(p.seed, "lvl", "query_order").permutation(len(queries))]
     for i, q in enumerate(queries, 1):
         q.id = f"q{i:04d}"
     keys = sorted(fam_of)
-    keys = [keys[int(i)] for i in _rng(p.seed, "lvl", "splits").permutation(len(keys))]
+    keys = [keys[int(i)] for i in seeded_rng(p.seed, "lvl", "splits").permutation(len(keys))]
     n_test = int(round(len(keys) * p.test_fraction))
     split_of = {k: ("test" if rank < n_test else "dev") for rank, k in enumerate(keys)}
     for q in queries:

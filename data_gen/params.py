@@ -13,6 +13,9 @@ from typing import Any
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.timeutil import parse_iso
 
+from .git_history.params import git_params_from_config
+from .lvl_corpus import lvl_params_from_config
+
 SOURCES = ("official_db", "policy_doc", "technical_doc", "wiki", "email", "meeting_notes", "slack", "unknown")
 
 
@@ -66,7 +69,6 @@ class GeneratorParams:
 
 
 _NOT_GENERATOR_KEYS = {"name", "path"}
-GENERATORS = ("versioned_policies", "versioned_policies_large", "lvl_corpus", "git_history")
 
 
 def _as_list(value: Any, key: str) -> list:
@@ -84,17 +86,14 @@ def _as_dict(value: Any, key: str) -> dict:
 def params_from_config(cfg: dict[str, Any]):
     """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
     name = cfg.get("name", "versioned_policies")
-    if name not in GENERATORS:
+    if name not in VALIDATORS:
         raise BenchError(f"dataset.name={name}: unknown generator; allowed: {', '.join(GENERATORS)} "
                          "(or dataset.path=DIR for an existing folder)")
-    if name == "lvl_corpus":
-        from .lvl_corpus import lvl_params_from_config
+    return VALIDATORS[name](cfg)
 
-        return lvl_params_from_config(cfg)
-    if name == "git_history":
-        from .git_history import git_params_from_config
 
-        return git_params_from_config(cfg)
+def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
+    """The versioned-policy generator's parameters (``versioned_policies`` and its presets)."""
     known = set(GeneratorParams.__dataclass_fields__) | _NOT_GENERATOR_KEYS
     unknown = sorted(set(cfg) - known)
     if unknown:
@@ -171,3 +170,9 @@ def params_from_config(cfg: dict[str, Any]):
         raise BenchError(f"dataset.test_fraction={params.test_fraction}: with dataset.n_families={params.n_families} "
                          f"it puts {n_test} families in test; each split needs at least one family")
     return params
+
+
+# Generator kind -> its config validator (each generator's parameters live beside its code).
+VALIDATORS = {"versioned_policies": policy_params_from_config, "versioned_policies_large": policy_params_from_config,
+              "lvl_corpus": lvl_params_from_config, "git_history": git_params_from_config}
+GENERATORS = tuple(VALIDATORS)

@@ -13,6 +13,7 @@ from itertools import product
 
 from smartvector_bench.core.chunking import chunk_sentences
 
+from . import TOPICS
 from .base import (FILLERS, MIN_COUNTS, MIN_VALUES, N_SCOPES, QUESTION_FIELDS, QUESTION_MAX, SECTION_MAX,
                    SECTION_MIN, SECTIONS, VALUE_SECTIONS, Topic)
 
@@ -164,8 +165,6 @@ def check_catalog(topics) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import TOPICS
-
     problems = check_catalog(TOPICS)
     for p in problems:
         print(p)

@@ -20,8 +20,9 @@ from pathlib import Path
 
 import jsonschema
 
-from smartvector_bench.core.dataset import (CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, _decode, _iso, _parse_json, _read_bytes,
-                       _stat, dataset_sha256, load_dataset)
+from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, dataset_sha256, load_dataset
+from smartvector_bench.core.dataset.read import (QRELS_HEADER, _decode, _iso, _parse_json, _read_bytes, _stat,
+                                                 json_lines, tsv_lines)
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
 
@@ -123,12 +124,8 @@ def _jsonl(root: Path, name: str, problems: list[Problem], ids: dict | None = No
         return []
     validator = _validator(ROW_SCHEMA[name])
     rows = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip(" \t\r"):
-            continue
-        try:
-            obj = _parse_json(line)
-        except (ValueError, RecursionError) as exc:
+    for lineno, obj, exc in json_lines(text):
+        if exc is not None:
             problems.append(Problem(name, lineno, None, f"not valid JSON ({str(exc)[:80]})"))
             continue
         found = _row_problems(validator, name, lineno, obj)
@@ -153,15 +150,11 @@ def _qrels(root: Path, name: str, problems: list[Problem]) -> list[tuple[int, st
     except BenchError as exc:
         problems.append(Problem(name, None, None, str(exc).split(": ", 1)[-1]))
         return []
-    lines = text.split("\n")
-    if lines[0].removesuffix("\r").split("\t") != ["query-id", "corpus-id", "score"]:
+    header, rows = tsv_lines(text)
+    if header.removesuffix("\r").split("\t") != QRELS_HEADER:
         problems.append(Problem(name, 1, None, "header must be 'query-id<TAB>corpus-id<TAB>score'"))
     out, seen = [], {}
-    for lineno, line in enumerate(lines[1:], 2):
-        line = line.removesuffix("\r")
-        if not line.strip(" \t"):
-            continue
-        parts = line.split("\t")
+    for lineno, parts in rows:
         if len(parts) != 3:
             problems.append(Problem(name, lineno, None, f"expected 3 tab-separated fields, got {len(parts)}"))
             continue

@@ -1,0 +1,73 @@
+""":func:`load_dataset`: the folder's layout checks, then each file's reader."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from smartvector_bench.core.errors import BenchError
+
+from .columns import Dataset, LABEL_FILES, SPLITS
+from .corpus import load_corpus
+from .labels import load_labels
+from .manifest import _check_manifest, DATA_FILES, dataset_sha256
+from .queries import load_qrels, load_queries, SplitSettings
+from .read import _decode, _read_bytes, _show, _stat
+
+_LAYOUT = ("a dataset folder holds corpus.jsonl, queries.jsonl, qrels/dev.tsv and/or qrels/test.tsv, and optionally "
+           "labels/ and manifest.json (schema/dataset.schema.json)")
+
+
+def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Dataset:
+    """Load and check a dataset folder. Bad input raises BenchError naming the file (and line); nothing is
+    written. With a ``manifest.json``, every file it lists must match its sha256 first. ``split`` says how
+    queries without a split get one (:func:`load_queries`)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise BenchError(f"dataset.path={_show(path)}: must be the path of a dataset folder")
+    if not str(path).strip():
+        raise BenchError(f"dataset.path={path}: is empty; give the dataset folder ({_LAYOUT})")
+    if "\0" in str(path):
+        raise BenchError(f"dataset.path={_show(str(path))}: contains a NUL character")
+    root = Path(path)
+    try:
+        kind = _stat(root)
+    except BenchError:
+        raise BenchError(f"dataset.path={path}: cannot be read; check its permissions") from None
+    if kind == "missing":
+        raise BenchError(f"dataset.path={path}: does not exist")
+    if kind == "file":
+        raise BenchError(f"dataset.path={path}: is a file, not a dataset folder ({_LAYOUT})")
+    if kind != "dir":
+        raise BenchError(f"dataset.path={path}: is not a folder ({_LAYOUT})")
+    for sub, fix in (("qrels", "qrels/ must be a folder holding dev.tsv and/or test.tsv"),
+                     ("labels", "labels/ must be a folder holding chunks.jsonl, queries.jsonl and/or families.jsonl "
+                                "(or be absent)")):
+        if _stat(root / sub) not in ("dir", "missing"):
+            raise BenchError(f"{root / sub}: is not a folder; {fix}")
+    names = ["corpus.jsonl", "queries.jsonl"]
+    qrels_names = [f"qrels/{s_}.tsv" for s_ in SPLITS if _stat(root / "qrels" / f"{s_}.tsv") != "missing"
+                   or (root / "qrels" / f"{s_}.tsv").is_symlink()]
+    if not qrels_names:
+        raise BenchError(f"{root / 'qrels'}: has neither dev.tsv nor test.tsv; {_LAYOUT}")
+    names += qrels_names
+    raw = {name: _read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in names}
+    has_labels = _stat(root / "labels") == "dir"
+    if has_labels:
+        label_names = [n for n in LABEL_FILES if _stat(root / n) != "missing" or (root / n).is_symlink()]
+        if not label_names:
+            raise BenchError(f"{root / 'labels'}: holds none of chunks.jsonl, queries.jsonl, families.jsonl "
+                             "(remove labels/ to load the folder without labels)")
+        for name in label_names:
+            raw[name] = _read_bytes(root / name, "a labels/ file must be a readable file")
+    manifest, seed = _check_manifest(root, raw)
+    texts = {name: _decode(root / name, data) for name, data in raw.items()}
+    corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
+    qpaths = {s_: root / "qrels" / f"{s_}.tsv" for s_ in SPLITS if f"qrels/{s_}.tsv" in raw}
+    qrels = {s_: load_qrels(qpaths[s_], texts[f"qrels/{s_}.tsv"]) for s_ in qpaths}
+    queries, assignment, dropped = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"],
+                                                qpaths, split=split)
+    labels = load_labels(root, corpus, queries, texts, dropped=dropped) if has_labels else None
+    hashes = {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}
+    return Dataset(path=root, corpus=corpus, queries=queries, sha256=dataset_sha256(hashes), seed=seed,
+                   manifest=manifest, labels=labels, split_assignment=assignment)
