@@ -24,7 +24,7 @@ Randomness comes from named sub-streams of the seed (``seeded_rng(seed, purpose,
 queries (per family and per category kind) depend on the config only; which messages confirm and which are
 notes is drawn per message (``confirmation_rate``), and so are the categories a query's judgments imply.
 
-One module (over 400 lines) because a family is one story told in order (time line, policy, runbook,
+Why this module is long: a family is one story told in order (time line, policy, runbook,
 messages, cross references, queries); the splits live in ``data_gen.splits``, the seeded streams and ids in
 ``data_gen.common`` and the text in the catalog.
 """

@@ -1,6 +1,7 @@
 """Catalog topics, part B: customer data retention, remote work days, travel booking notice, parental leave and
 mileage reimbursement.
-Text data (one Topic per block, five topics a file): long by nature, no logic."""
+
+Why this module is long: it is text data (one Topic per block, five topics a file), not logic."""
 
 from .base import Scope, Topic
 

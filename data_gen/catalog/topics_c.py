@@ -1,6 +1,7 @@
 """Catalog topics, part C: incident response, laptop refresh, database backups, access reviews and partner API
 rate limits. Each topic has five scopes; a family is one (topic, scope) pair.
-Text data (one Topic per block, five topics a file): long by nature, no logic."""
+
+Why this module is long: it is text data (one Topic per block, five topics a file), not logic."""
 
 from __future__ import annotations
 
