@@ -86,7 +86,7 @@ def _as_dict(value: Any, key: str) -> dict:
 def params_from_config(cfg: dict[str, Any]):
     """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
     name = cfg.get("name", "versioned_policies")
-    if name not in VALIDATORS:
+    if not isinstance(name, str) or name not in VALIDATORS:
         raise BenchError(f"dataset.name={name}: unknown generator; allowed: {', '.join(GENERATORS)} "
                          "(or dataset.path=DIR for an existing folder)")
     return VALIDATORS[name](cfg)
