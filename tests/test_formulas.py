@@ -11,6 +11,7 @@ The specification is ``systems/smartvector/signals/`` (temporal, confidence, rel
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 
 import numpy as np
@@ -56,6 +57,13 @@ def served(data):
     return r
 
 
+def replaced(r: SmartVector, **search) -> SmartVector:
+    """A shallow copy of ``r`` with the given search options (the served fixture stays as it is)."""
+    other = copy.copy(r)
+    other.search_params = replace(r.search_params, **search)
+    return other
+
+
 def spec_run(r: SmartVector, qv: np.ndarray, as_of: np.ndarray, k: int):
     """The specification's run: ``score()`` (signals/ composed), ranked by ``rank_by_score``."""
     score, key, _ = r.score(r._index.dense_scores(qv), as_of)
@@ -76,41 +84,42 @@ def _as_of_strategy(data):
 
 @pytest.mark.parametrize("dormant", ["deprioritize", "exclude", "include"])
 def test_fused_is_bit_identical_to_the_spec_score(data, served, dormant):
-    policy = served.policy
-    served.policy = replace(policy, dormant=dormant)
-    try:
-        @FEW
-        @given(as_of=_as_of_strategy(data), seed=st.integers(0, 2**31), gathered=st.booleans())
-        def check(as_of, seed, gathered):
-            rng = np.random.default_rng(seed)
-            t = np.array(as_of)
-            semantic = rng.uniform(-0.5, 1.5, (len(t), len(data.corpus)))  # clipping is part of the spec
-            score, key, _ = served.score(semantic, t)
-            cols = columns(served)
-            if gathered:
-                ids = rng.integers(0, len(data.corpus), (len(t), 64))
-                f_score, f_key, f_conf = fused(served, cols, np.take_along_axis(semantic, ids, axis=1), t, ids,
-                                               need_confidence=True)
-                score, key = np.take_along_axis(score, ids, axis=1), np.take_along_axis(key, ids, axis=1)
-                conf = np.take_along_axis(served.store.live_confidence(t), ids, axis=1)
-            else:
-                f_score, f_key, f_conf = fused(served, cols, semantic.copy(), t, need_confidence=True)
-                conf = served.store.live_confidence(t)
-            assert same(f_score, score) and same(f_key, key) and same(f_conf, conf)
+    """On the served store with random feedback, accesses and penalties added (the floor, the clip and the cap
+    all bind somewhere), under each dormancy policy."""
+    rng = np.random.default_rng(7)
+    n = len(data.corpus)
+    store = copy.copy(served.store)
+    store.positive, store.negative = rng.integers(0, 4, n) * 1.0, rng.integers(0, 8, n) * 1.0
+    store.access, store.penalty = rng.integers(0, 30, n) * 1.0, rng.choice([0.0, 0.15, 0.5, 0.9], n)
+    sv = copy.copy(served)
+    sv.store, sv.policy, sv._relational_key = store, replace(served.policy, dormant=dormant), None
+    conf_all = store.live_confidence(np.array([float(np.median(data.queries.as_of))]))
+    assert (conf_all <= CP.min_confidence).any() and (conf_all >= 1.0).any()  # the edges occur
+    @FEW
+    @given(as_of=_as_of_strategy(data), seed=st.integers(0, 2**31), gathered=st.booleans())
+    def check(as_of, seed, gathered):
+        rng = np.random.default_rng(seed)
+        t = np.array(as_of)
+        semantic = rng.uniform(-0.5, 1.5, (len(t), len(data.corpus)))  # clipping is part of the spec
+        score, key, _ = sv.score(semantic, t)
+        cols = columns(sv)
+        if gathered:
+            ids = rng.integers(0, len(data.corpus), (len(t), 64))
+            f_score, f_key, f_conf = fused(sv, cols, np.take_along_axis(semantic, ids, axis=1), t, ids,
+                                           need_confidence=True)
+            score, key = np.take_along_axis(score, ids, axis=1), np.take_along_axis(key, ids, axis=1)
+            conf = np.take_along_axis(sv.store.live_confidence(t), ids, axis=1)
+        else:
+            f_score, f_key, f_conf = fused(sv, cols, semantic.copy(), t, need_confidence=True)
+            conf = sv.store.live_confidence(t)
+        assert same(f_score, score) and same(f_key, key) and same(f_conf, conf)
 
-        check()
-    finally:
-        served.policy = policy
+    check()
 
 
 def test_numpy_exhaustive_search_is_the_spec_run(data, served):
     qv, as_of = data.query_vectors, data.queries.as_of
-    base = served.search_params
-    served.search_params = replace(base, kernel="numpy")
-    try:
-        run = served.search(qv, as_of, K)
-    finally:
-        served.search_params = base
+    run = replaced(served, kernel="numpy").search(qv, as_of, K)
     ranked, scores = spec_run(served, qv, as_of, K)
     assert np.array_equal(run.ranked, ranked) and same(run.scores, scores)
 
@@ -233,14 +242,22 @@ def test_kernel_equals_the_spec_brute_force(deprio, dup):
     assert np.array_equal(np.isnan(conf), ~ok[:, 0])
 
 
-def test_kernel_handles_more_queries_and_vectors_than_one_block(monkeypatch):
-    rng = np.random.default_rng(3)
-    n, q, k = 3000, 1500, 5
-    stored = _unit(rng, n, 8)
+def near_queries(seed: int, n: int, q: int, d: int):
+    """n unit vectors, q queries that are copies of them at random as_of in [0, 260), and their columns."""
+    rng = np.random.default_rng(seed)
+    stored = _unit(rng, n, d)
     qv = stored[rng.integers(0, n, q)]
     as_of = rng.uniform(0, 260, q)
-    c, raw = kernel_columns(rng, n, n)
-    flags = np.array([True, False, True, True, True])
+    return (stored, qv, as_of, *kernel_columns(rng, n, n))
+
+
+DEPRIORITIZE = np.array([True, False, True, True, True])  # kernel flags: dormant last, the rest excluded
+
+
+def test_kernel_handles_more_queries_and_vectors_than_one_block(monkeypatch):
+    k = 5
+    stored, qv, as_of, c, raw = near_queries(3, 3000, 1500, 8)
+    flags = DEPRIORITIZE
     monkeypatch.setattr(fk, "BLOCK_ENTRIES", 1500 * 1024)  # 1,024-vector blocks: three, the last one ragged
     ranked, _, _ = fk.exhaustive_top_k(stored, qv, as_of, c, kernel_params(c), flags, k)
     assert np.array_equal(ranked, spec_brute(stored, qv, as_of, c, raw, True, k)[0])
@@ -249,13 +266,9 @@ def test_kernel_handles_more_queries_and_vectors_than_one_block(monkeypatch):
 def test_kernel_bound_holds_when_expired_score_exceeds_one():
     """An unusual config (expired_score > 1: expired versions preferred) must not be pruned away by the
     cheapest bound, which otherwise assumes T <= 1."""
-    rng = np.random.default_rng(5)
-    n, q, k = 2000, 30, 5
-    stored = _unit(rng, n, 16)
-    qv = stored[rng.integers(0, n, q)]
-    as_of = rng.uniform(0, 260, q)
-    c, raw = kernel_columns(rng, n, n)
-    flags = np.array([True, False, True, True, True])
+    k = 5
+    stored, qv, as_of, c, raw = near_queries(5, 2000, 30, 16)
+    flags = DEPRIORITIZE
     ranked, _, _ = fk.exhaustive_top_k(stored, qv, as_of, c, kernel_params(c, expired=3.0), flags, k)
     want = spec_brute(stored, qv, as_of, c, raw, True, k, expired=3.0)[0]
     expired_top = (as_of >= c.valid_to[np.maximum(want[:, 0], 0)]) & (want[:, 0] >= 0)

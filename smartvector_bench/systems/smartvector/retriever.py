@@ -31,16 +31,14 @@ halves the arrays but changes scores in the 7th digit and is not the default.
 ``index: hnsw`` with ``hnsw_m`` / ``hnsw_ef_construction`` / ``hnsw_ef_search``), and the four signals and
 status rules are computed only on candidates, by gathering the columnar arrays at each query's as_of, ranked
 with the same tie rule. Cosine alone is a poor candidate generator for this score: with the paper's weights
-0.65 of it does not depend on the query text, and the exhaustive top-1 is often far down the cosine order
-(on the default dataset at cosine rank 229 of 258 at worst; the top-50 by cosine holds it for only 52% of
-the queries). So candidates also come from the other side: queries are grouped by as_of (groups at most
+0.65 of it does not depend on the query text, and the exhaustive top-1 is often far down the cosine order.
+So candidates also come from the other side: queries are grouped by as_of (groups at most
 ``group_days`` wide), and per group an upper bound ``B_j`` of each vector's query-independent part of the
 rank key over the group's span is computed from the columns (T and C only decay with time, exclusions and
 dormancy only start); the ``prior_candidates`` vectors with the highest bound (null:
 ``max(C, prior_share * N)``) join every query's candidates, their cosines taken from FAISS's stored vectors by
 one BLAS product per group. The bound is not computed for every vector: vectors are kept in blocks of ``BLOCK`` rows of the decay-start order, each block
-bounded from its columns' extremes, and only the blocks that can hold the top bounds are evaluated (about 5%
-of N on the scale data). Per query, the cosine candidates and the prior candidates with the best
+bounded from its columns' extremes, and only the blocks that can hold the top bounds are evaluated. Per query, the cosine candidates and the prior candidates with the best
 ``w_s clip(cos) / W + B`` are scored a few dozen at a time (4x more while an unscored one could still enter
 the top k). A vector outside both lists has cosine <= the C-th candidate's and bound <= the (P+1)-th bound,
 so its key is at most ``w_s * clip(cos_C) / W + B_(P+1)``. With ``certify: true`` (default) a query whose k-th
@@ -51,8 +49,12 @@ one, up to float32 rounding of the prior candidates' cosines (~1e-7; tests check
 data). HNSW gives no cosine bound: no certification, approximate. ``last_search`` reports groups, widened and
 fallback queries and vectors scored per query.
 
-``metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns read by the
-signals, cached relational signal, edges) against the FAISS index's bytes.
+Where: this module holds the configuration, ingest, the reference ``score()`` (``signals/`` composed: the
+specification) and the search dispatch; ``scoring`` the numpy fast path, ``fused_kernel`` the compiled one,
+``bounds`` and ``rerank`` the re-ranking mode.
+
+``tools.perf.search.metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns
+read by the signals, cached relational signal, edges) against the FAISS index's bytes.
 """
 
 from __future__ import annotations
