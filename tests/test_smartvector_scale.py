@@ -1,9 +1,6 @@
-"""SmartVector's search modes at scale (retrievers/smartvector.py, "Search modes") and the index helpers they use.
-
-The exhaustive path is a fused rewrite of the unfused ``score()``: with ``kernel: numpy`` it must give the same
-run bit for bit; the compiled kernel (``kernel: numba``, the default) the same ranking with scores within an ulp
-(its ``exp2`` is libm's, numpy's is its own SIMD routine), under every status policy. The re-ranking path must give the exhaustive answer wherever it certifies, and never return a vector that the
-status rules exclude. Scale data: ``scale_dataset(3000)`` (synthetic vectors, real MiniLM base vectors).
+"""SmartVector's search modes at scale (systems/smartvector/retriever.py, "Search modes") and the index helpers
+they use. The exhaustive paths against the spec are in ``tests/test_formulas.py``. The re-ranking path must give
+the exhaustive answer wherever it certifies, and never return a vector that the status rules exclude. Scale data: ``scale_dataset(3000)`` (synthetic vectors, real MiniLM base vectors).
 """
 
 from __future__ import annotations
@@ -15,9 +12,10 @@ import pytest
 
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.index import FlatIndex, HNSWIndex, build_index
-from smartvector_bench.systems.smartvector.retriever import (
-    SmartVector, dedupe_rows, metadata_bytes, rerank_agreement, top_k_by_key,
-)
+from smartvector_bench.systems.smartvector.bounds import Blocks, block_bound, key_bound, top_bounds
+from smartvector_bench.systems.smartvector.retriever import SmartVector
+from smartvector_bench.systems.smartvector.scoring import columns, dedupe_rows, top_k_by_key
+from smartvector_bench.tools.perf.search import metadata_bytes, rerank_agreement
 from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.tools.scale import scale_dataset
 
@@ -44,15 +42,6 @@ def served(data):
     r = SmartVector(**sv_config())
     r.index(data.corpus, data.corpus_vectors, float(np.max(data.queries.as_of)))
     return r
-
-
-def unfused_run(r: SmartVector, qv: np.ndarray, as_of: np.ndarray, k: int):
-    """The pre-fusion reference: one (Q, N) array per signal (``score()``), ranked by ``rank_by_score``."""
-    semantic = r._index.dense_scores(qv)
-    score, key, _ = r.score(semantic, as_of)
-    ranked, _ = rank_by_score(key, k)
-    fused = np.take_along_axis(score, np.where(ranked >= 0, ranked, 0), axis=1)
-    return ranked, np.where(ranked >= 0, fused, np.nan)
 
 
 # -- index helpers ---------------------------------------------------------------------------------------------
@@ -105,43 +94,7 @@ def test_dedupe_rows_keeps_first_occurrence_and_drops_negative_ids():
                                          [False, False, True, False, False, True]]
 
 
-# -- exhaustive: fused == unfused ------------------------------------------------------------------------------
-
-def test_exhaustive_equals_unfused_scoring(data, served):
-    qv, as_of = data.query_vectors, data.queries.as_of
-    base = served.search_params
-    served.search_params = replace(base, kernel="numpy")
-    try:
-        run = served.search(qv, as_of, K)
-    finally:
-        served.search_params = base
-    ranked, scores = unfused_run(served, qv, as_of, K)
-    assert np.array_equal(run.ranked, ranked)
-    assert np.array_equal(np.nan_to_num(run.scores, nan=-7.0), np.nan_to_num(scores, nan=-7.0))
-
-
-@pytest.mark.parametrize("dormant", ["deprioritize", "exclude", "include"])
-@pytest.mark.parametrize("reported", ["score", "live_confidence"])
-def test_compiled_kernel_ranks_as_the_unfused_scoring(data, served, dormant, reported):
-    qv, as_of = data.query_vectors, data.queries.as_of
-    base, policy = served.search_params, served.policy
-    served.policy = replace(policy, dormant=dormant, reported_confidence=reported)
-    try:
-        assert served.search_params.kernel == "numba"
-        run = served.search(qv, as_of, K)
-        served.search_params = replace(base, kernel="numpy")
-        ref = served.search(qv, as_of, K)
-    finally:
-        served.search_params, served.policy = base, policy
-    ranked, scores = unfused_run(served, qv, as_of, K) if (dormant, reported) == ("deprioritize", "score") else \
-        (ref.ranked, ref.scores)
-    assert np.array_equal(run.ranked, ranked) and np.array_equal(ref.ranked, ranked)
-    assert (run.ranked[:, 0] >= 0).mean() > 0.9  # the comparison is not over empty runs
-    assert np.array_equal(np.isnan(run.scores), np.isnan(scores))
-    assert np.nanmax(np.abs(run.scores - scores)) <= 1e-15
-    assert np.array_equal(np.isnan(run.confidence), np.isnan(ref.confidence))
-    assert np.nanmax(np.abs(run.confidence - ref.confidence)) <= 1e-15
-
+# -- exhaustive (its formulas against the spec: tests/test_formulas.py) ------------------------------------
 
 def test_compiled_kernel_drops_excluded_and_pads_short_runs(served, data):
     """An as_of before every vector's creation leaves nothing to rank: -1 ids, NaN scores and confidence; a
@@ -241,11 +194,11 @@ def test_hnsw_rerank_never_returns_excluded_vectors(data):
 
 
 def test_key_bound_bounds_every_key_over_its_span(data, served):
-    cols = served._columns()
+    cols = columns(served)
     w = served.weights
     as_of = np.sort(data.queries.as_of)
     lo, hi = float(as_of[100]), float(as_of[100]) + 7.0
-    bound = served.key_bound(cols, lo, hi)
+    bound = key_bound(served, cols, lo, hi)
     ts = np.linspace(lo, hi, 6)
     qv = np.repeat(data.query_vectors[:1], len(ts), axis=0)
     semantic = served._index.dense_scores(qv)
@@ -289,19 +242,17 @@ def test_metadata_bytes_accounts_columns_and_index(served, data):
 # -- prior candidates: block bounds, widening, fallback ------------------------------------------------------------
 
 def test_block_bounds_cover_every_member_and_top_bounds_equal_the_full_ranking(data, served):
-    from smartvector_bench.systems.smartvector.retriever import _Blocks
-
-    cols = served._columns()
-    blocks = _Blocks.build(cols)
+    cols = columns(served)
+    blocks = Blocks.build(cols)
     as_of = np.sort(np.asarray(data.queries.as_of))
     for t_lo in as_of[:: max(1, len(as_of) // 6)]:
         t_hi = t_lo + 7.0
-        full = served.key_bound(cols, t_lo, t_hi)
-        ub = served.block_bound(blocks, t_lo, t_hi)
+        full = key_bound(served, cols, t_lo, t_hi)
+        ub = block_bound(served, blocks, t_lo, t_hi)
         for b, (start, size) in enumerate(zip(blocks.starts, blocks.sizes)):
             assert ub[b] >= full[blocks.perm[start:start + size]].max()
         for m in (5, 200, len(full) - 1):
-            rows_, vals = served.top_bounds(blocks, t_lo, t_hi, m)
+            rows_, vals = top_bounds(served, blocks, t_lo, t_hi, m)
             want = np.sort(full)[::-1][: m + 1]
             assert np.array_equal(vals, want) and np.array_equal(full[rows_], vals)
             assert len(set(rows_.tolist())) == len(rows_)

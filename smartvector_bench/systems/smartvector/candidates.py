@@ -72,19 +72,6 @@ def _first_k_not_self(labels: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.
     return rows[r], labels[r, c].astype(np.int64)
 
 
-def unique_pairs(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Unordered pairs as unique ``(lo, hi)`` with ``lo < hi``, sorted; self pairs dropped."""
-    i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-    lo, hi = np.minimum(i, j), np.maximum(i, j)
-    keep = lo != hi
-    lo, hi = lo[keep], hi[keep]
-    if not lo.size:
-        return lo, hi
-    n = int(hi.max()) + 1
-    key = sorted_unique(lo * n + hi)
-    return key // n, key % n
-
-
 def knn_pairs(vectors: np.ndarray, k: int, index: str = "flat", block_rows: int = 8192, hnsw_m: int = 32,
               ef_construction: int = 200, ef_search: int | None = None, nprobe: int = 8,
               ) -> tuple[np.ndarray, np.ndarray]:

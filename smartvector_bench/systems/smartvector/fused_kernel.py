@@ -1,8 +1,9 @@
-"""Exhaustive four-signal top-k as one compiled pass (numba) over blocks of BLAS cosines.
+"""Exhaustive four-signal top-k as one compiled pass (numba) over blocks of BLAS cosines: the fast path of
+``SmartVector.score`` (``signals/`` temporal, confidence and fusion, then the status key).
 
-The numpy path (``SmartVector._fused``) makes ~25 passes over (Q, N) float64 arrays and numpy's float64
-``exp2`` costs ~17 ns an element here; this kernel reads each cosine once, keeps a size-k heap per query and
-computes the signals only where an upper bound of the key can still enter it:
+The numpy path (``scoring.fused``) makes ~25 passes over (Q, N) float64 arrays and pays numpy's float64 ``exp2``
+on every entry; this kernel reads each cosine once, keeps a size-k heap per query and computes the signals only
+where an upper bound of the key can still enter it:
 
     key = (w_s clip(cos, 0, 1) + w_t T + w_c C + w_r R) / W        (the paper's fused score, minus 2 if dormant
                                                                      under ``dormant: deprioritize``)
@@ -12,7 +13,7 @@ computes the signals only where an upper bound of the key can still enter it:
 Bounds, cheapest first: T <= max(1, expired_score), C <= 1, R <= max R (one compare per entry); then T and C from
 ``2^(-t/H) * 2^(created/H)`` (products of per-query and per-vector constants: no ``exp2`` per entry), with
 slack far above their rounding. Both only skip entries that cannot reach the current k-th key, so the top k
-is the exhaustive one. Each step is the floating-point operation of ``_fused`` in the same order; only
+is the exhaustive one. Each step is the floating-point operation of ``fused`` in the same order; only
 ``exp2`` differs (libm here, numpy's SIMD routine there: 1 ulp on ~5% of arguments), so scores agree with the
 numpy path to ~1e-16 and ranks agree except between keys within an ulp of each other.
 
@@ -38,7 +39,8 @@ def _worse(k1, i1, k2, i2):
 
 @njit(cache=True, inline="always")
 def _decayed(t, start, half):
-    """2^(-max(t - start, 0) / H) with ``_fused``'s operations in its order (negate, divide, exp2)."""
+    """The decay term of ``temporal_signal`` / ``decayed_confidence``, 2^(-max(t - start, 0) / H), in ``fused``'s
+    order (negate, divide, exp2)."""
     x = t - start
     if x < 0.0:
         x = 0.0
@@ -58,8 +60,8 @@ def _exp2_over(a, half):
 
 @njit(cache=True, inline="always")
 def _live(decayed, fb_pos, fb_neg, access, cmin):
-    """C from the decayed base C_0 2^(-age/H_C): floor c_min, feedback, clip, accesses, cap 1 (monotone in
-    ``decayed``, so a bound of it gives a bound of C)."""
+    """``live_confidence`` from the decayed base C_0 2^(-age/H_C): floor c_min, feedback, clip, accesses, cap 1
+    (monotone in ``decayed``, so a bound of it gives a bound of C)."""
     c = decayed
     if c < cmin:
         c = cmin
@@ -116,7 +118,7 @@ def scan_block(cos, j0, as_of, created, valid_from, valid_to, decay_from, base, 
             # NaN bounds (overflowed constants) fall through to the exact score
             if (ws * s + wt * tu + wc * cu + rel[j]) / wtot + BOUND_SLACK < root:
                 continue
-            # exact, as _fused: the same operations in the same order
+            # exact, as fused: the same operations in the same order
             temporal = _decayed(t, created[j], t_half)
             if t >= valid_to[j] or t < valid_from[j]:
                 temporal = expired
@@ -171,7 +173,7 @@ def exhaustive_top_k(stored: np.ndarray, queries: np.ndarray, as_of: np.ndarray,
     hc = np.zeros((nq, k))
     if n and nq and k:
         c = {f: np.ascontiguousarray(getattr(cols, f), dtype=np.float64) for f in cols.__dataclass_fields__}
-        # compiled: numpy's float64 exp2 would cost ~35 ms per search at 1M (a third of one query's time)
+        # compiled: numpy's float64 exp2 over every vector would be a large share of one query's time at 1M
         exp_created, exp_decay = _exp2_over(c["created"], fp[0]), _exp2_over(c["decay_from"], fp[2])
         q_block = min(nq, 4096)
         width = int(min(n, max(1024, BLOCK_ENTRIES // q_block)))

@@ -23,7 +23,8 @@ from dataclasses import replace
 import numpy as np
 
 from smartvector_bench.core.index import FlatIndex, HNSWIndex
-from smartvector_bench.systems.smartvector.retriever import SmartVector, metadata_bytes
+from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.tools.scale import ScaleData
 from smartvector_bench.tools.perf.systems import retriever_config
 from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
@@ -174,3 +175,66 @@ def _agreement(system: str, run, reference, n: int, mode: str, note: str) -> lis
     identical = (run.ranked == reference.ranked).all(axis=1)
     return (rows("quality", system, n, mode, "top1_agreement", float(same.mean()), "share", note)
             + rows("quality", system, n, mode, "topk_identical", float(identical.mean()), "share", note))
+
+
+def rerank_agreement(retriever_cfg: dict, corpus: Corpus, vectors: np.ndarray, query_vectors: np.ndarray,
+                     as_of: np.ndarray, cs, *, k: int = 10, serve_time: float | None = None,
+                     name: str = "smartvector") -> dict:
+    """Top-1 agreement of candidate re-ranking with exhaustive scoring, for each candidate count in ``cs``.
+
+    The retriever is built from ``retriever_cfg`` (its other search options kept: prior candidates,
+    certification, index), indexed once at ``serve_time`` (default: the latest as_of), and the same queries are
+    searched exhaustively and then with ``candidates = C`` for each C. Returns the exhaustive search time and
+    one row per C: share of queries whose top-1 is the same (both empty counts as the same), how many differ,
+    whether the whole top-k is the same, the search time, and how many queries fell back to exhaustive."""
+    cfg = dict(retriever_cfg)
+    cfg["candidates"] = None
+    r = SmartVector(name, **{k: v for k, v in cfg.items() if k != "_target_"})
+    as_of = np.asarray(as_of, dtype=np.float64)
+    r.index(corpus, vectors, float(np.max(as_of)) if serve_time is None else float(serve_time))
+    base = r.search_params
+    t = time.perf_counter()
+    exact = r.search(query_vectors, as_of, k)
+    exhaustive_s = time.perf_counter() - t
+    rows = []
+    for c in cs:
+        r.search_params = replace(base, candidates=int(c))
+        t = time.perf_counter()
+        run = r.search(query_vectors, as_of, k)
+        secs = time.perf_counter() - t
+        same = run.top1 == exact.top1
+        rows.append({"candidates": int(c), "top1_agreement": float(same.mean()) if len(same) else 1.0,
+                     "n_differ": int((~same).sum()), "n_queries": int(len(same)),
+                     "topk_identical": float((run.ranked == exact.ranked).all(axis=1).mean()) if len(same) else 1.0,
+                     "search_s": secs, "fallback_queries": r.last_search.get("fallback_queries", 0),
+                     "faiss_s": r.last_search.get("faiss_seconds")})
+    r.search_params = base
+    return {"exhaustive_s": exhaustive_s, "n_vectors": len(corpus), "rows": rows}
+
+
+def metadata_bytes(retriever: SmartVector) -> dict:
+    """Memory of SmartVector's per-vector state against the FAISS index's.
+
+    ``arrays``: ``.nbytes`` of every numpy array of length N the store holds (its columns), of the corpus
+    columns the signals read (authority, created_at, valid_from, valid_to, supersedes) and of the retriever's
+    cached relational signal; ``edges``: the dependency edges (the agent's found edges and the corpus's given
+    ones, CSR). ``index``: the FAISS index (flat: ntotal * d * 4; HNSW adds its links). Nothing per query is
+    kept between searches (the per-search columns are transient)."""
+    n = len(retriever.corpus)
+    arrays: dict[str, int] = {}
+    for attr, value in sorted(vars(retriever.store).items()):
+        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
+            arrays[f"store.{attr}"] = int(value.nbytes)
+    c = retriever.corpus
+    for attr in ("authority", "created_at", "valid_from", "valid_to", "supersedes"):
+        arrays[f"corpus.{attr}"] = int(getattr(c, attr).nbytes)
+    if getattr(retriever, "_relational_key", None) is not None:
+        arrays["retriever.relational"] = int(retriever._relational.nbytes)
+    agent = retriever.agent
+    edges = {"agent.edges": int(sum(a.nbytes for a in agent.src) + sum(a.nbytes for a in agent.dst)),
+             "corpus.depends_on": int(c.depends_on.indptr.nbytes + c.depends_on.indices.nbytes)}
+    total = sum(arrays.values()) + sum(edges.values())
+    index = retriever._index.nbytes()
+    return {"n_vectors": n, "arrays": arrays, "edges": edges, "total": int(total),
+            "per_vector": total / max(n, 1), "index": int(index), "index_kind": retriever._index.kind,
+            "ratio": total / index if index else float("inf")}

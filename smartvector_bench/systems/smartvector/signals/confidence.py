@@ -20,24 +20,28 @@ class ConfidenceParams:
 
 
 def decayed_confidence(base: np.ndarray, age_days: np.ndarray, p: ConfidenceParams) -> np.ndarray:
-    """Ebbinghaus decay: C_decayed = max(c_min, C_0 * 2^(-age/H)); age is clamped at 0."""
+    """Paper 2.C, Confidence Engine (1), exponential (Ebbinghaus) decay C_decayed = C_0 * 2^(-age/H), floored at
+    the reference's c_min: max(c_min, C_0 * 2^(-age/H)); age is clamped at 0."""
     return np.maximum(p.min_confidence, base * np.exp2(-np.maximum(age_days, 0.0) / p.half_life_days))
 
 
 def feedback_adjusted(confidence: np.ndarray, positive: np.ndarray, negative: np.ndarray,
                       p: ConfidenceParams) -> np.ndarray:
-    """Reconsolidation: C + b+ * positive - b- * negative, clamped to [c_min, 1]."""
+    """Paper 2.C, Confidence Engine (2), feedback reconsolidation (corrections weigh more); reference:
+    C + b+ * positive - b- * negative (b+ 0.03, b- 0.08), clamped to [c_min, 1]."""
     return np.clip(confidence + p.positive_boost * positive - p.negative_penalty * negative, p.min_confidence, 1.0)
 
 
 def access_reinforced(confidence: np.ndarray, access_count: np.ndarray, p: ConfidenceParams) -> np.ndarray:
-    """Capped logarithmic reinforcement: min(1, C + a * ln(1 + accesses))."""
+    """Paper 2.C, Confidence Engine (3), capped logarithmic access reinforcement; reference:
+    min(1, C + a * ln(1 + accesses)), a = 0.01."""
     return np.minimum(1.0, confidence + p.access_reinforcement * np.log1p(np.maximum(access_count, 0)))
 
 
 def live_confidence(base: np.ndarray, created_at: np.ndarray, as_of: np.ndarray, positive: np.ndarray,
                     negative: np.ndarray, access_count: np.ndarray, p: ConfidenceParams) -> np.ndarray:
-    """C(v, t): decay from creation to t, then feedback, then access reinforcement (the reference's order).
+    """Paper 2.C, Confidence Engine (1) -> (2) -> (3): C(v, t) is the decay from creation (or the last
+    validation) to t, then feedback, then access reinforcement (the reference's order).
 
     Vector arrays (N,), ``as_of`` (Q,) -> (Q, N).
     """
@@ -48,4 +52,5 @@ def live_confidence(base: np.ndarray, created_at: np.ndarray, as_of: np.ndarray,
 
 
 def is_dormant(confidence: np.ndarray, p: ConfidenceParams) -> np.ndarray:
+    """Paper 2.B, Decay & Dormancy: below a threshold a vector is DORMANT; reference: live C < 0.15 (strict)."""
     return confidence < p.dormant_threshold

@@ -42,7 +42,10 @@ def weights_from_config(cfg: dict, where: str) -> Weights:
 
 def fuse(w: Weights, semantic: np.ndarray, temporal: np.ndarray, confidence: np.ndarray,
          relational: np.ndarray) -> np.ndarray:
-    """Convex combination normalised by the weight sum, so the score stays in [0, 1] when weights are
+    """Paper 2.C: Score = 0.35 Semantic + 0.25 Temporal + 0.25 Confidence + 0.15 Relational (also the
+    sqlite-knowledge-graph spec's final_score, seed 003 "Four-signal retrieval score", with its weights).
+
+    Convex combination normalised by the weight sum, so the score stays in [0, 1] when weights are
     changed or a signal is dropped (ablations renormalise). Cosine is clipped to [0, 1] first."""
     s = np.clip(semantic, 0.0, 1.0)
     return (w.semantic * s + w.temporal * temporal + w.confidence * confidence

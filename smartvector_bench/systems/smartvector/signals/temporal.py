@@ -17,7 +17,10 @@ class TemporalParams:
 
 def temporal_signal(created_at: np.ndarray, valid_from: np.ndarray, valid_to: np.ndarray, as_of: np.ndarray,
                     half_life_days: float = 30.0, expired_score: float = 0.05) -> np.ndarray:
-    """T(v, t) = expired_score if t is outside v's validity window [valid_from, valid_to), else 2^(-age/H),
+    """Paper 2.C, four-signal scoring, Temporal ("penalizes vectors outside their validity window or aged beyond
+    a half-life"); reference: 0.05 past the validity end, else 2^(-age/30), age from creation.
+
+    T(v, t) = expired_score if t is outside v's validity window [valid_from, valid_to), else 2^(-age/H),
     with age = t - created_at in days (never negative) and H the half-life.
 
     Shapes: vector arrays (N,), ``as_of`` (Q,) -> (Q, N). The reference only checks the window's end;
