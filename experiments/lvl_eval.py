@@ -283,11 +283,7 @@ def plot(result: dict, out_dir: Path) -> dict:
         ax.set_ylabel("paragraphs re-embedded (% of the new version)")
         ax.set_title("Re-embedding share per document and version step")
         ax.legend()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        atomic_write_bytes(out_dir / "lvl_eval_reembed.png", buf.getvalue())
-        files.append("lvl_eval_reembed.png")
+        files.append(_save_png(plt, fig, out_dir, "lvl_eval_reembed.png"))
         fig, ax = plt.subplots(figsize=(7, 4))
         for series in SERIES:
             s = result["latency"]["samples"].get(series)
@@ -301,14 +297,18 @@ def plot(result: dict, out_dir: Path) -> dict:
         ax.set_ylabel("share of queries x repetitions")
         ax.set_title("Query latency (dashed: paper p50 hot 65 ms, cold 1.2 s)")
         ax.legend()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-        plt.close(fig)
-        atomic_write_bytes(out_dir / "lvl_eval_latency.png", buf.getvalue())
-        files.append("lvl_eval_latency.png")
+        files.append(_save_png(plt, fig, out_dir, "lvl_eval_latency.png"))
     except Exception as exc:  # noqa: BLE001 - a plot must never cost the run its results
         return {"files": files, "note": f"plotting failed ({type(exc).__name__}: {exc})"}
     return {"files": files, "note": "matplotlib plots"}
+
+
+def _save_png(plt, fig, out_dir: Path, name: str) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    atomic_write_bytes(out_dir / name, buf.getvalue())
+    return name
 
 
 
