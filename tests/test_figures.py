@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
@@ -215,7 +216,20 @@ def perf_rows() -> list[dict]:
     return out
 
 
+def lvl_eval_json() -> dict:
+    """The keys fig_lvl_eval reads: per-document re-embedding shares and latency samples per tier."""
+    rng = np.random.default_rng(7)
+    steps = ["v1->v2", "v2->v3"]
+    rows = [{"doc_id": f"d{i}", "step": s, "share": round(float(rng.uniform(0, 0.4)), 6)}
+            for i in range(12) for s in steps]
+    samples = {series: {"with_embedding_s": np.round(rng.lognormal(mu, 0.3, (2, 8)), 7).tolist()}
+               for series, mu in (("hot", -4.0), ("cold_cached", -3.5), ("cold_uncached", -2.5))}
+    return {"reembedding": {"by_step": {s: {} for s in steps}, "per_document": rows},
+            "latency": {"samples": samples}}
+
+
 def build_results(root: Path) -> Path:
+    write_json(root / "lvl_eval" / "lvl_eval.json", lvl_eval_json())
     write_csv(root / "perf" / "summary.csv", PERF_FIELDS, perf_rows())
     write_json(root / "main" / "metrics.json", metrics_json())
     write_json(root / "main_large" / "metrics.json", metrics_json(LARGE_SYSTEMS, large=True))
@@ -233,7 +247,7 @@ INPUTS = {"fig_main": "main/metrics.json", "fig_main_large": "main_large/metrics
           "fig_reembed_cost": "reembed_cost/reembed_cost.json", "fig_feedback_loop": "feedback_loop/feedback_loop.csv",
           "fig_contradiction_sweep": "contradiction_sweep/tidy.csv", "fig_ablation": "ablation/tidy.csv",
           "fig_seeds": "seeds/tidy.csv", "fig_half_life": "half_life/tidy.csv",
-          "fig_perf": "perf/summary.csv"}
+          "fig_perf": "perf/summary.csv", "fig_lvl_eval": "lvl_eval/lvl_eval.json"}
 
 
 def _drop_key(obj: dict, dotted: str) -> None:
@@ -264,6 +278,7 @@ MALFORMED = {
     "fig_seeds": ("column", "top1", "top1"),
     "fig_half_life": ("column", TEMPORAL, TEMPORAL),
     "fig_perf": ("column", "p95", "p95"),
+    "fig_lvl_eval": ("key", "latency.samples.hot.with_embedding_s", "with_embedding_s"),
 }
 
 

@@ -14,9 +14,9 @@ from data_gen.generator import catalog_families
 from data_gen.lvl_corpus import BOILERPLATE
 from data_gen.params import params_from_config
 from data_gen.writer import render_files, write_dataset
-from experiments.lvl_eval import load_versions
 from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, QUERY_META, load_dataset
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.lvl_corpus import load_versions
 from smartvector_bench.core.timeutil import iso_to_days
 
 from .conftest import compose_config

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from experiments import lvl_eval
-from experiments.lvl_eval import CorpusMap, judge_queries, run, settings
+from experiments.lvl_eval import run, settings
+from experiments.lvl_scoring import CorpusMap, judge_queries
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.errors import BenchError
