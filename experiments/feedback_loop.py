@@ -35,7 +35,9 @@ from smartvector_bench.core.metrics import mcnemar_exact, paired_cluster_permuta
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.results import FEEDBACK_SERIES_FIELDS, FeedbackLoop
-from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
+from smartvector_bench.systems.smartvector.replay import (
+    LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at,
+)
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
 from smartvector_bench.systems.plain_cosine import PlainCosine

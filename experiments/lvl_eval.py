@@ -38,7 +38,7 @@ validated before the first file is written; every file is written atomically.
 Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.lvl_corpus``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
 ``smartvector_bench.core.metrics.summary``); the claims and verdict rules are in
-``smartvector_bench.core.verdicts_lvl``, the table in ``smartvector_bench.core.report_lvl``, and the paper figure
+``smartvector_bench.core.verdicts.lvl_rules``, the table in ``smartvector_bench.core.report_lvl``, and the paper figure
 in ``paper_figures/fig_lvl_eval.py``. This module validates, runs and writes.
 """
 
@@ -71,7 +71,7 @@ from smartvector_bench.core.metrics.summary import ratio
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.report_lvl import SERIES, csv_text, render
 from smartvector_bench.core.settings import choice, section
-from smartvector_bench.core.verdicts_lvl import CLAIMS, RULES, claims_vs_ours, verdicts
+from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
 from experiments.config import check_embedder
 

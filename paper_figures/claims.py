@@ -31,7 +31,9 @@ from smartvector_bench.core import verdicts as V  # noqa: E402
 from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
 from smartvector_bench.core.schema import field_table  # noqa: E402
-from smartvector_bench.core.report import calibration_table, category_table, main_table, ordered, power_line  # noqa: E402
+from smartvector_bench.core.report import (  # noqa: E402
+    calibration_table, category_table, main_table, ordered, power_line,
+)
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).

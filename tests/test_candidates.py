@@ -10,14 +10,8 @@ import numpy as np
 import pytest
 
 from smartvector_bench.systems.smartvector.candidates import all_pairs, knn_pairs, orient, recall
-from smartvector_bench.systems.smartvector.consolidation import (
-    ConsolidationParams,
-    apply_ripple,
-    consolidate,
-    edges_to_ragged,
-    ripple_hits,
-    round6,
-)
+from smartvector_bench.systems.smartvector.consolidation import ConsolidationParams, consolidate, edges_to_ragged
+from smartvector_bench.systems.smartvector.ripple import apply_ripple, ripple_hits, round6
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.systems.smartvector.detectors import (
     CharTable,

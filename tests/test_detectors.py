@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.systems.smartvector.detectors import ReferenceDetector, SemanticDetector, content_similarity, stated_values
+from smartvector_bench.systems.smartvector.detectors import (
+    ReferenceDetector, SemanticDetector, content_similarity, stated_values,
+)
 
 from .test_store import make_corpus
 

@@ -11,7 +11,9 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Labels, Queries
 from smartvector_bench.core.labels import Timeline as FactTimeline
 from smartvector_bench.systems.smartvector.lifecycle import Status
-from smartvector_bench.systems.smartvector.replay import LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at
+from smartvector_bench.systems.smartvector.replay import (
+    LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at,
+)
 from smartvector_bench.systems.smartvector.store import VectorStore
 
 from .test_store import Timeline, make_corpus

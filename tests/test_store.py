@@ -11,7 +11,9 @@ import math
 import numpy as np
 import pytest
 
-from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams, ingest_until, summarize
+from smartvector_bench.systems.smartvector.consolidation import (
+    ConsolidationAgent, ConsolidationParams, ingest_until, summarize,
+)
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.systems.smartvector.lifecycle import Status

@@ -6,7 +6,7 @@ import csv
 import io
 from collections import Counter
 
-from smartvector_bench.core.verdicts_lvl import RULES
+from smartvector_bench.core.verdicts.lvl_rules import RULES
 
 SERIES = ("hot", "cold_cached", "cold_uncached")  # which lake / tier answers
 MODES = ("query_only", "with_embedding", "embedding_only")

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.base import ALPHA, MIN_SEEDS, Paired, Verdict, _ci, _dci, _f3, _pct, format_p, not_measured
-from smartvector_bench.core.verdicts.pooled import _boot_test, _frame_problem, _perm_test, pooled_bootstrap, pooled_paired
+from smartvector_bench.core.verdicts.base import (
+    ALPHA, MIN_SEEDS, Paired, Verdict, _ci, _dci, _f3, _pct, format_p, not_measured,
+)
+from smartvector_bench.core.verdicts.pooled import (
+    _boot_test, _frame_problem, _perm_test, pooled_bootstrap, pooled_paired,
+)
 
 
 TOP1_RULE = ("holds: pooled test top-1 of smartvector >= 1.5x plain_cosine and higher with paired p < 0.05; "

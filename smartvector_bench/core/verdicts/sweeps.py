@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.base import ALPHA, MIN_SEEDS, Paired, SIGNALS, Verdict, _pct, format_p, holm, not_measured
+from smartvector_bench.core.verdicts.base import (
+    ALPHA, MIN_SEEDS, Paired, SIGNALS, Verdict, _pct, format_p, holm, not_measured,
+)
 from smartvector_bench.core.verdicts.pooled import _frame_problem, _perm_test, pooled_paired
 
 

@@ -44,7 +44,9 @@ import numpy as np
 
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.kg_smartvector.pagerank import MODES, graph_importance
-from smartvector_bench.systems.kg_smartvector.schema import DEPENDENCY_TYPES, ensure_schema, set_wal, transaction, user_version
+from smartvector_bench.systems.kg_smartvector.schema import (
+    DEPENDENCY_TYPES, ensure_schema, set_wal, transaction, user_version,
+)
 
 DEFAULT_RIPPLE_PENALTY = 0.15  # at hop 1; halved per hop (0.075 at hop 2): the reference's first-hop value
 

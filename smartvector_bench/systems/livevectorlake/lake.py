@@ -78,7 +78,9 @@ from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.updates import Chunker, DocumentStore, cdc
 from smartvector_bench.systems.updates.cdc import CLASSES
-from smartvector_bench.systems.livevectorlake.cold import APP_ID, INF_US, ColdSnapshot, ColdTier, Row, iso, to_us, us_to_days, valid_at
+from smartvector_bench.systems.livevectorlake.cold import (
+    APP_ID, INF_US, ColdSnapshot, ColdTier, Row, iso, to_us, us_to_days, valid_at,
+)
 from smartvector_bench.systems.livevectorlake.hot import HotTier, read_state
 from smartvector_bench.systems.livevectorlake.rows import (Hit, IngestResult, QueryResult, Time, closing_rows,
                                                           position_classes)

@@ -65,7 +65,9 @@ from typing import ClassVar, Optional
 
 import numpy as np
 
-from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams, consolidate, summarize
+from smartvector_bench.systems.smartvector.consolidation import (
+    ConsolidationAgent, ConsolidationParams, consolidate, summarize,
+)
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.index import build_index

@@ -15,7 +15,9 @@ from collections.abc import Callable
 
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.updates import cdc, full, surgical
-from smartvector_bench.systems.updates.store import CHUNKERS, Chunker, DocumentStore, EmbedFn, UpdateResult, chunk_hash, compare, normalise, rebuild
+from smartvector_bench.systems.updates.store import (
+    CHUNKERS, Chunker, DocumentStore, EmbedFn, UpdateResult, chunk_hash, compare, normalise, rebuild,
+)
 
 Strategy = Callable[[DocumentStore, str, EmbedFn], UpdateResult]
 STRATEGIES: dict[str, Strategy] = {"full": full.apply, "cdc": cdc.apply, "surgical": surgical.apply}

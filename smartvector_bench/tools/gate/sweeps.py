@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smartvector_bench.tools.sweeps.collect import _num_key  # the order values are listed in (presentation, not a recomputed number)
+from smartvector_bench.tools.sweeps.collect import (  # the order values are listed in (presentation, not a recomputed number)
+    _num_key,
+)
 
 TIDY, SUMMARY, TIDY_PROVENANCE, QUERIES = "tidy.csv", "summary.json", "tidy.provenance.json", "queries.csv"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.tools.scale.build import scale_dataset
-from smartvector_bench.tools.scale.stats import compare_real_synthetic, fit_synthetic, render_comparison, similarity_stats
+from smartvector_bench.tools.scale.stats import (
+    compare_real_synthetic, fit_synthetic, render_comparison, similarity_stats,
+)
 
 
 def _proc_status_mb(key: str) -> float:

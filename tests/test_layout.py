@@ -1,0 +1,182 @@
+"""The layout shows the pipeline, and stays that way: no import circle among our modules (lazy imports inside
+functions count, so none can hide one), each layer imports only the layers below it, and no module outside the
+tests and figure scripts grows past about 400 lines without saying why in its docstring.
+
+Layers, bottom up: ``smartvector_bench.core`` (data in, run out, scored); ``smartvector_bench.systems`` and
+``data_gen`` (both on core alone); ``experiments`` (core, systems, data_gen); ``smartvector_bench.tools`` and
+``paper_figures`` (anything below them)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+PACKAGES = ("smartvector_bench", "data_gen", "experiments", "paper_figures")
+MAX_LINES = 400
+LONG_REASON = "Why this module is long:"  # the docstring's own words, when a module must be longer
+
+# layer -> the layers it may import (itself included)
+ALLOWED = {
+    "core": {"core"},
+    "systems": {"core", "systems"},
+    "data_gen": {"core", "data_gen"},
+    "experiments": {"core", "systems", "data_gen", "experiments"},
+    "tools": {"core", "systems", "data_gen", "experiments", "tools", "root"},
+    "paper_figures": {"core", "systems", "data_gen", "experiments", "tools", "paper_figures", "root"},
+    "root": {"core", "systems"},
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            found[_module_name(path)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def layer(module: str) -> str:
+    head, _, rest = module.partition(".")
+    if head == "smartvector_bench":
+        return rest.split(".")[0] if rest else "root"
+    return head
+
+
+def _is_type_checking(node: ast.AST, parents: dict) -> bool:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            return True
+    return False
+
+
+def _owner(name: str) -> str | None:
+    """The longest prefix of a dotted name that is one of our modules."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [target] + [f"{target}.{a.name}" for a in node.names]
+        else:
+            continue
+        if _is_type_checking(node, parents):
+            continue  # annotations only: never executed
+        for name in names:
+            owner = _owner(name)
+            if owner and owner != module:
+                out.add(owner)
+    return out
+
+
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index, low, on_stack, stack, found = {}, {}, set(), [], []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            for child in children:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                    break
+                if child in on_stack:
+                    low[node] = min(low[node], index[child])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.append(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_there_is_no_import_circle():
+    assert _cycles(GRAPH) == []
+
+
+def test_each_layer_imports_only_the_layers_below_it():
+    wrong = sorted(f"{m} imports {t}" for m, targets in GRAPH.items() for t in targets
+                   if layer(t) not in ALLOWED[layer(m)])
+    assert wrong == []
+
+
+def test_the_layers_are_the_ones_named():
+    assert {layer(m) for m in MODULES} == set(ALLOWED)
+
+
+def _too_long() -> list[str]:
+    out = []
+    for module, path in MODULES.items():
+        if layer(module) == "paper_figures" and path.name.startswith("fig_"):
+            continue  # figure boilerplate
+        lines = len(path.read_text().splitlines())
+        doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        if lines > MAX_LINES and LONG_REASON not in doc:
+            out.append(f"{path.relative_to(REPO)}: {lines} lines")
+    return out
+
+
+def test_no_module_is_long_without_saying_why():
+    assert _too_long() == []
+
+
+@pytest.mark.parametrize("module", ["smartvector_bench.core", "smartvector_bench.systems", "smartvector_bench.tools"])
+def test_each_package_says_what_it_is(module):
+    assert ast.get_docstring(ast.parse(MODULES[module].read_text()))
