@@ -63,13 +63,14 @@ from experiments.lvl_lake import Timed, ingest_all, lake_rows, latency_rows, lat
 from experiments.lvl_scoring import change_detection, ingest_section, reembedding, temporal_section
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json, atomic_write_text
+from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_text
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.lvl_corpus import LVL_FILES, load_versions
 from smartvector_bench.core.metrics.summary import ratio
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.report_lvl import SERIES, csv_text, render
+from smartvector_bench.core.results import LvlEval
 from smartvector_bench.core.settings import choice, section
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
@@ -254,10 +255,11 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     timings["total"] = time.perf_counter() - t_start
     result["timings_s"] = {k_: round(v_, 3) for k_, v_ in timings.items()}  # wall time, informational
     result["provenance"] = provenance(cfg)
+    saved = LvlEval.from_dict(result, out_dir / LvlEval.FILE)  # checked before the tables and the JSON are written
     table = render(result)
     atomic_write_text(out_dir / "lvl_eval.md", table)
     atomic_write_text(out_dir / "table.md", table)
-    atomic_write_json(out_dir / "lvl_eval.json", result)
+    saved.save(out_dir / LvlEval.FILE)
     return result
 
 
