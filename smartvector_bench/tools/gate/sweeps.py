@@ -26,9 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smartvector_bench.tools.sweeps.collect import (  # the order values are listed in (presentation, not a recomputed number)
-    _num_key,
-)
+from smartvector_bench.tools.sweeps.plan import num_key  # the order seeds are listed in (not a recomputed number)
 
 TIDY, SUMMARY, TIDY_PROVENANCE, QUERIES = "tidy.csv", "summary.json", "tidy.provenance.json", "queries.csv"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
@@ -135,7 +133,7 @@ def recompute_summary(preset: str | None, df, swept: list[str], summary: dict) -
     metrics = [str(m) for m in (res.get("metrics") or ["top1", "stale_rate", "rumor_rate", "ece"])]
     if preset == "seeds":
         seed = _seed_col(df)
-        seeds = sorted({str(s) for s in usable[seed]}, key=_num_key)
+        seeds = sorted({str(s) for s in usable[seed]}, key=num_key)
         per_split = {split: _group(usable, split, metrics) for split in SPLITS}
         return {"metrics": metrics, "seeds": seeds,
                 "systems": {s: {split: per_split[split][s] for split in SPLITS}
