@@ -14,7 +14,7 @@ from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
 from smartvector_bench.tools.gate.recompute import AUROC, BRIER, SCORE_METRICS, SPLITS, load_judgments, recompute_rows
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
 
-# The gate's own check (the evaluator stores no MRR@1: it equals top1), recomputed from the run file's ranked lists.
+# MRR@1 is not stored by the evaluator (it equals top1): the gate recomputes it from the run file's ranked lists.
 MRR_AT_1 = "mrr_at_1"
 # In [0, 1] where a split has them; which ones it must have is MainMetrics' to check (every metric with an
 # interval but leakage_at_10, each beside its [lo, hi]), as it reads the file.

@@ -6,7 +6,10 @@ Why: a sweep's ``summary.json`` is what the paper quotes, but it is written by t
 (pandas) so that a summary edited by hand, or a collector bug, fails naming the number.
 
 ``check_summaries(root)`` (committed check, about a second): for every ``<root>/<preset>/`` holding
-   ``tidy.csv`` and ``summary.json``, every number of ``summary.json``'s ``results`` is recomputed from tidy.csv
+   ``tidy.csv`` and ``summary.json``, the summary is read through its result object (``SweepSummary``: counts
+   per status adding up to planned, the failed and missing lists as long as their counts, the preset's keys
+   under ``results``; a summary it refuses is one row naming the key), then every number of its ``results`` is
+   recomputed from tidy.csv
    (usable jobs: status complete or skipped; mean and sample sd, ddof 1, None below 2 values; the per-seed
    values; tune's winner by dev top-1, then dev MRR@10, then the smaller override string, and its dev top-5;
    half_life's grids) and compared at 6 decimals (equal after rounding, or within one unit of the 6th decimal:
