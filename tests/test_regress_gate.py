@@ -272,11 +272,22 @@ def test_write_expected_prints_every_change(tree, capsys):
     _edit(tree / "main" / "metrics.json",
           lambda d: d["systems"]["oracle"]["dev"].update(recall_at_5=0.5))
     (tree / "notes.txt").write_text("x\n")
-    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d.pop("detection_quality", None))
+    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d["detection_quality"].pop("smartvector_live"))
     assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("changed experiments.main.main.systems.oracle.dev.recall_at_5: ") and
                ln.endswith("-> 0.5 (exact4)") for ln in out), out[:20]
     assert any(ln.startswith("added manifest.files.notes.txt: sha256 ") for ln in out)
     assert any(ln.startswith("changed manifest.files.main/metrics.json: ") for ln in out)
-    assert any(ln.startswith("removed experiments.feedback_loop.feedback_loop.detection_quality.") for ln in out)
+    assert any(ln.startswith("removed experiments.feedback_loop.feedback_loop.detection_quality.smartvector_live.")
+               for ln in out)
+
+
+def test_write_expected_refuses_a_file_its_result_object_refuses(tree, capsys):
+    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d.pop("detection_quality"))
+    before = (tree / "expected.json").read_bytes()
+    assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"smartvector-regress: error: {tree}/feedback_loop/feedback_loop.json: detection_quality: "
+                           "missing (a feedback_loop result has it)")
+    assert (tree / "expected.json").read_bytes() == before
