@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.check:
-        stale = stale_sections(texts)
+        stale = stale_sections(texts, DOCUMENTS)
         for doc, name in stale:
             print(f"out of date: {doc}: section {name} (run make claims)", file=sys.stderr)
         return 1 if stale else 0
