@@ -43,6 +43,7 @@ from smartvector_bench.core.report import (  # noqa: E402
 from smartvector_bench.core.results import (  # noqa: E402
     TIDY, FeedbackLoop, LvlEval, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
 )
+from smartvector_bench.core.results.base import check, check_type  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -58,21 +59,17 @@ def _result(results: Path, folder: str, kind: type[ResultFile]):
 
 
 def _doc(result: ResultFile | None) -> dict | None:
-    """A loaded result as the dict the verdict rules and the experiments' renderers take (None stays None)."""
-    return None if result is None else result.to_dict()
+    return None if result is None else result.to_dict()  # what the verdict rules and renderers take
 
 
 def _json(results: Path, rel: str) -> dict | None:
     """A JSON file no result class describes (the shortcut audit's, the handbook's manifest), None when missing."""
     path = results / rel
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise ResultError(f"{path}: not readable as JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise ResultError(f"{path}: (top level): expected an object")
+    check_type(data, dict, str(path), "(top level)", allow_none=True)
     return data
 
 
@@ -292,8 +289,7 @@ def _sweep_seed(results: Path, preset: str) -> str:
     """The dataset seed(s) of a stored sweep, from its tidy.csv (so a table never claims more seeds than ran)."""
     path = results / preset / TIDY
     tidy = load_sweep(path)
-    if "dataset_seed" not in tidy.columns:
-        raise ResultError(f"{path}: dataset_seed: missing column")
+    check("dataset_seed" in tidy.columns, str(path), "dataset_seed", "missing column")
     seeds = tidy["dataset_seed"].dropna()
     return ", ".join(str(s) for s in sorted(set(seeds.astype(int)))) or "-"
 
@@ -362,25 +358,19 @@ def write_readme(readme: Path, texts: dict[str, str] | str) -> None:
 
 def stale_sections(texts: dict[str, str], documents=DOCUMENTS) -> list[tuple[Path, str]]:
     """(document, section) of every generated section whose text in the document is not ``texts[section]``."""
-    out = []
-    for doc in documents:
-        body = doc.read_text(encoding="utf-8")
-        for name, text in texts.items():
-            start, end = f"<!-- {name}:start -->\n", f"<!-- {name}:end -->"
-            if start in body and body.split(start, 1)[1].split(end, 1)[0] != text:
-                out.append((doc, name))
-    return out
+    bodies = {doc: doc.read_text(encoding="utf-8") for doc in documents}
+    marks = {n: (f"<!-- {n}:start -->\n", f"<!-- {n}:end -->") for n in texts}
+    return [(doc, n) for doc, body in bodies.items() for n, (start, end) in marks.items()
+            if start in body and body.split(start, 1)[1].split(end, 1)[0] != texts[n]]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print the claims table (and with ``--write-readme`` rewrite every generated section): 0, or 2 with a
-    one-line error naming the file and the key when a present result file is malformed."""
+    """Print the claims table (and write or check the sections): 0; 1 if --check finds one stale; 2 malformed."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(REPO / "results"))
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--write-readme", action="store_true", help="rewrite every generated section of DOCUMENTS")
-    mode.add_argument("--check", action="store_true", help="exit 1 if a generated section of DOCUMENTS differs "
-                      "from what results/ gives (nothing is written)")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a generated section is out of date")
     args = ap.parse_args(argv)
     try:
         texts = sections(Path(args.results))
