@@ -1,5 +1,5 @@
 """What the exact-cosine baselines that filter or re-order by metadata share (valid_cosine, recent_cosine,
-metadata_filter): the constructor and index of :class:`CosineBaseline`, and :func:`rerank_head`."""
+metadata_filter): the constructor and index of :class:`CosineBaseline`, and :func:`rank_head_by`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
+from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.core.settings import section
 
 
@@ -32,11 +33,15 @@ class CosineBaseline:
         return np.where(keep, self._index.all_scores(query_vectors), -np.inf)
 
 
-def rerank_head(ranked: np.ndarray, top: np.ndarray, key: np.ndarray, n_head: int) -> None:
-    """In place: the first ``n_head`` ranks of each row re-ordered by ``key[chunk]``, descending. The sort is
-    stable, so within equal keys the cosine order (and its lower-index tie rule) stays; ``-1`` padding stays last."""
+def rank_head_by(scores: np.ndarray, key: np.ndarray, n_head: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ranked, top)`` of :func:`~smartvector_bench.core.run.rank_by_score` cut to ``k``, its first ``n_head``
+    ranks re-ordered by ``key[chunk]``, descending, before the cut. The sort is stable, so within equal keys the
+    cosine order (and its lower-index tie rule) stays; ``-1`` padding stays last. Ranks after ``n_head`` keep
+    the score order."""
+    ranked, top = rank_by_score(scores, max(k, n_head))
     head = ranked[:, :n_head]
     head_key = np.where(head >= 0, key[np.where(head >= 0, head, 0)], -np.inf)
     order = np.argsort(-head_key, axis=1, kind="stable")
     ranked[:, :n_head] = np.take_along_axis(head, order, axis=1)
     top[:, :n_head] = np.take_along_axis(top[:, :n_head], order, axis=1)
+    return ranked[:, :k], top[:, :k]

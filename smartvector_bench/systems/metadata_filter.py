@@ -16,9 +16,9 @@ from typing import ClassVar
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.run import Run, rank_by_score
+from smartvector_bench.core.run import Run
 from smartvector_bench.systems.base import require_fields
-from smartvector_bench.systems.cosine_baseline import CosineBaseline, rerank_head
+from smartvector_bench.systems.cosine_baseline import CosineBaseline, rank_head_by
 from smartvector_bench.systems.valid_cosine import cosine_confidence, IN_FORCE_FIELDS, in_force
 
 
@@ -39,9 +39,7 @@ class MetadataFilter(CosineBaseline):
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:
         cos = self.cosine_where(query_vectors, in_force(self.corpus, as_of))
-        ranked, top = rank_by_score(cos, max(k, self.p.candidates))
-        rerank_head(ranked, top, self.corpus.authority, self.p.candidates)
-        ranked, top = ranked[:, :k], top[:, :k]
+        ranked, top = rank_head_by(cos, self.corpus.authority, self.p.candidates, k)
         return Run(self.name, ranked, top, cosine_confidence(ranked, top))
 
     def describe(self) -> dict:

@@ -14,9 +14,9 @@ from typing import ClassVar
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.run import Run, rank_by_score
+from smartvector_bench.core.run import Run
 from smartvector_bench.systems.base import require_fields
-from smartvector_bench.systems.cosine_baseline import CosineBaseline, rerank_head
+from smartvector_bench.systems.cosine_baseline import CosineBaseline, rank_head_by
 from smartvector_bench.systems.valid_cosine import cosine_confidence
 
 
@@ -37,9 +37,7 @@ class RecentCosine(CosineBaseline):
                texts: list[str] | None = None, **labels) -> Run:
         t = np.asarray(as_of, dtype=np.float64).reshape(-1)[:, None]
         cos = self.cosine_where(query_vectors, self.corpus.created_at[None, :] <= t)
-        ranked, top = rank_by_score(cos, max(k, self.p.candidates))
-        rerank_head(ranked, top, self.corpus.created_at, self.p.candidates)
-        ranked, top = ranked[:, :k], top[:, :k]
+        ranked, top = rank_head_by(cos, self.corpus.created_at, self.p.candidates, k)
         return Run(self.name, ranked, top, cosine_confidence(ranked, top))
 
     def describe(self) -> dict:
