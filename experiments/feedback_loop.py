@@ -41,6 +41,7 @@ from smartvector_bench.systems.smartvector.replay import (
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
 from smartvector_bench.systems.plain_cosine import PlainCosine
+from smartvector_bench.systems.valid_cosine import cosine_confidence
 from smartvector_bench.core.run import Run, rank_by_score
 from experiments.config import (check_dataset, check_embedder, check_systems_on, experiment_settings,
                                 ExperimentSettings)
@@ -58,8 +59,7 @@ def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
     confidence is plain_cosine's own: the top-1 cosine, here of the first chunk that exists, clipped to [0, 1]."""
     exists = (run.ranked >= 0) & (created_at[np.maximum(run.ranked, 0)] <= t)
     ranked, top = rank_by_score(np.where(exists, run.scores, -np.inf), k, candidates=run.ranked)
-    conf = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
-    return Run(run.system, ranked, top, conf)
+    return Run(run.system, ranked, top, cosine_confidence(ranked, top))
 
 
 def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
