@@ -40,3 +40,16 @@ def lo(name: str) -> str:
 
 def hi(name: str) -> str:
     return f"{name}_hi"
+
+
+BRIER = "brier"                  # mean squared error of the top-1 confidence against correctness
+AUROC = "auroc"                  # area under the ROC of the top-1 confidence as a predictor of correctness
+
+
+# lvl_eval.json spells its rank metrics with the cut-off it was judged at: "mrr@10", "recall@10".
+def mrr_at(k: int) -> str:
+    return f"mrr@{k}"
+
+
+def recall_at(k: int) -> str:
+    return f"recall@{k}"
