@@ -12,7 +12,7 @@ from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.evaluator import evaluate_split, judge, judge_sets, power_analysis, rank_summary
 from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect,
-                                       ece, leakage_rate, minimum_detectable_difference)
+                                       ece, in_sets, leakage_rate, minimum_detectable_difference)
 from smartvector_bench.core.metrics.summary import first_relevant_rank
 from smartvector_bench.core.run import Run
 
@@ -302,6 +302,10 @@ def test_judge_sets_a_hit_stands_for_several_rows_or_none():
     assert j["found"].tolist() == [False, True, True, True, False]
     assert j["n_hits"].tolist() == [2, 1, 2, 2, 0] and j["n_unmapped"].tolist() == [1, 0, 0, 0, 0]
     assert judge_sets(hits[:1], q, k=3, qidx=np.array([1]))["rank"].tolist() == [3]
+    # a malformed set holding -1 matches nothing, not even a neighbouring query's row
+    bad = make_queries()
+    bad.stale = Ragged.from_lists([[], [-1]] + [[]] * 6)
+    assert not judge_sets([[[19]], [[19]]], bad, k=1, qidx=np.array([0, 1]))["stale"].any()
     with pytest.raises(BenchError, match="2 hit lists for 1 queries"):
         judge_sets(hits[:2], q, k=2, qidx=np.array([1]))
 
@@ -310,8 +314,8 @@ def test_judge_is_judge_sets_on_singleton_sets():
     q, run = make_queries(), make_run()
     sets = [[[int(c)] for c in row if c >= 0] for row in RANKED]
     js, j = judge_sets(sets, q, k=10), judge(run, q)
-    for key in ("correct", "stale", "rumor"):
-        assert js[key].tolist() == j[key].tolist(), key
+    for key, sets in (("correct", q.relevant), ("stale", q.stale), ("rumor", q.rumor)):
+        assert js[key].tolist() == j[key].tolist() == in_sets(run.top1, sets).tolist(), key
     assert js["rr"].tolist() == pytest.approx(j["rr10"].tolist())  # trec_eval's RR@10 over the graded qrels
     assert js["rank"].tolist() == [1, 3, 7, 0, 1, 1, 2, 0]
 
