@@ -37,12 +37,11 @@ validated before the first file is written; every file is written atomically.
 
 Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.lvl_corpus``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
-``smartvector_bench.core.metrics.summary``); the claims and verdict rules are in
-``smartvector_bench.core.verdicts.lvl_rules``, the table in ``smartvector_bench.core.report_lvl``, and the paper figure
-in ``paper_figures/fig_lvl_eval.py``. This module validates, runs and writes.
+``smartvector_bench.core.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluator``); the
+claims and verdict rules are in ``smartvector_bench.core.verdicts.lvl_rules``, the table in
+``smartvector_bench.core.report_lvl``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
+validates, runs and writes.
 """
-
-from __future__ import annotations
 
 from __future__ import annotations
 

@@ -47,3 +47,12 @@ def hi(name: str) -> str:
 def calibrated(name: str) -> str:
     """The test-split figure after a calibration map fitted on dev (``metrics.json``'s ``calibration``)."""
     return f"{name}_calibrated"
+
+
+# lvl_eval.json spells its rank metrics with the cut-off it was judged at: "mrr@10", "recall@10".
+def mrr_at(k: int) -> str:
+    return f"mrr@{k}"
+
+
+def recall_at(k: int) -> str:
+    return f"recall@{k}"
