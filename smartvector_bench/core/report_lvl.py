@@ -68,7 +68,7 @@ def render(result: dict) -> str:
         (f"| temporal leakage | 0% | {_pct(lk['share_lake'], 2)} of {lk['returned']} returned rows outside their "
          f"window (corpus windows: {_pct(lk['share_corpus'], 2)}) | **{v['temporal_leakage']}** |"),
         "",
-        "Verdict rules (in `experiments/lvl_eval.py`, `RULES`):",
+        "Verdict rules (in `smartvector_bench/core/verdicts/lvl_rules.py`, `RULES`):",
         "",
     ]
     lines += [f"- {name}: {rule}." for name, rule in RULES.items()]
