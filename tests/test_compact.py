@@ -16,7 +16,10 @@ from smartvector_bench.systems.smartvector.consolidation import ConsolidationAge
 from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.systems.smartvector.scoring import columns
 from smartvector_bench.systems.smartvector.store import VectorStore
+from smartvector_bench.tools.perf.summary import summary_rows
 from smartvector_bench.tools.perf.systems import retriever_config
+from smartvector_bench.tools.perf.targets import evaluate_targets
+from smartvector_bench.tools.perf.timing import rows
 from smartvector_bench.tools.scale import scale_dataset
 from tests.conftest import compose_config
 
@@ -165,3 +168,13 @@ def test_agent_edges_merge_batches_into_one_unique_packed_csr():
     raw = agent.raw_edges()
     assert np.array_equal(raw.indptr, want.indptr) and np.array_equal(raw.indices, want.indices)
     assert raw.indices.dtype == np.int64 and agent.edge_version == 5
+
+
+def test_the_t2_target_names_where_the_metadata_bytes_go():
+    out = rows("memory", "smartvector", 100_000, "synthetic", "metadata_share_of_index", 0.06, "share")
+    for name, b in (("agent.edges", 48.9), ("store.superseded_by", 4.0), ("store.status", 1.0),
+                    ("store.created_at", 2.4)):
+        out += rows("memory", "smartvector", 100_000, "synthetic", f"bytes_per_vector.{name}", b, "B")
+    t2 = {t["id"]: t for t in evaluate_targets(summary_rows(out))}["T2"]
+    assert t2["verdict"] == "missed" and t2["measured"] == pytest.approx(0.06)
+    assert t2["detail"].endswith("largest: agent.edges 48.9 B, store.superseded_by 4.0 B, store.created_at 2.4 B")

@@ -53,8 +53,8 @@ Where: this module holds the configuration, ingest, the reference ``score()`` (`
 specification) and the search dispatch; ``scoring`` the numpy fast path, ``fused_kernel`` the compiled one,
 ``bounds`` and ``rerank`` the re-ranking mode.
 
-``tools.perf.search.metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns
-read by the signals, cached relational signal, edges) against the FAISS index's bytes.
+``tools.perf.search.metadata_bytes(retriever)`` accounts the per-vector state the search reads (the store's
+exact compact columns, the cached relational signal) and the dependency edges against the FAISS index's bytes.
 """
 
 from __future__ import annotations
