@@ -37,12 +37,11 @@ validated before the first file is written; every file is written atomically.
 
 Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.lvl_corpus``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
-``smartvector_bench.core.metrics.summary``); the claims and verdict rules are in
-``smartvector_bench.core.verdicts.lvl_rules``, the table in ``smartvector_bench.core.report_lvl``, and the paper figure
-in ``paper_figures/fig_lvl_eval.py``. This module validates, runs and writes.
+``smartvector_bench.core.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluator``); the
+claims and verdict rules are in ``smartvector_bench.core.verdicts.lvl_rules``, the table in
+``smartvector_bench.core.report_lvl``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
+validates, runs and writes.
 """
-
-from __future__ import annotations
 
 from __future__ import annotations
 
@@ -71,33 +70,27 @@ from smartvector_bench.core.metrics.summary import ratio
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.report_lvl import SERIES, csv_text, render
 from smartvector_bench.core.results import LvlEval
-from smartvector_bench.core.settings import choice, section
+from smartvector_bench.core.settings import choice
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
-from experiments.config import check_embedder
+from experiments.config import ExperimentSettings, check_embedder, experiment_settings
 
 
 # -- settings --------------------------------------------------------------------------------------------------
 
-@dataclass
-class LvlEvalSettings:
+@dataclass(frozen=True)
+class LvlEvalSettings(ExperimentSettings):
     POSITIVE = ("k", "repeats", "n_boot")
 
     name: str = "lvl_eval"
-    k: int = 10
     repeats: int = 5
-    n_boot: int = 1000
-    bootstrap_seed: int = 0
     lake_path: str | None = None
     hot_index: str = choice("flat", "hnsw")
-    progress: bool = True
 
 
 def settings(exp: dict | None) -> LvlEvalSettings:
     """Validate ``cfg["experiment"]``; every error names ``experiment.<key>`` and what is allowed."""
-    s = section(LvlEvalSettings, exp, "experiment")
-    if s.name != "lvl_eval":
-        raise BenchError(f"experiment.name={s.name}: this module runs lvl_eval only")
+    s = experiment_settings(LvlEvalSettings, exp)
     if s.k < 10:
         raise BenchError(f"experiment.k={s.k}: must be >= 10 (MRR@10 needs ten ranks)")
     if s.lake_path is not None:
