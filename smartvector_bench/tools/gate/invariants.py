@@ -11,7 +11,7 @@ from typing import Any
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.tools.gate.common import EXPERIMENTS
 from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
-from smartvector_bench.tools.gate.recompute import AUROC, BRIER, SCORE_METRICS, SPLITS, load_judgments, recompute_rows
+from smartvector_bench.tools.gate.recompute import SCORE_METRICS, SPLITS, load_judgments, recompute_rows
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
 
 # MRR@1 is not stored by the evaluator (it equals top1): the gate recomputes it from the run file's ranked lists.
@@ -146,14 +146,14 @@ def _score_unit_rows(p: str, key: str, s: dict) -> list[Row]:
     """brier / auroc and their intervals in [0, 1]; AUROC (and its bounds) may be None: a split of one class,
     which the recomputation checks."""
     rows = []
-    if not (key == AUROC and s[key] is None):
+    if not (key == M.AUROC and s[key] is None):
         rows.append(in_unit(f"{p}.{key}", s[key]))
     ci = s.get(M.ci(key))
     if ci is None:
         return rows
     if not (isinstance(ci, list) and len(ci) == 2):  # not one of MainMetrics' interval metrics: checked here
         return rows + [invariant(f"{p}.{M.ci(key)}", "[lo, hi]", ci, False, "not a pair")]
-    if key == AUROC and None in ci:
+    if key == M.AUROC and None in ci:
         return rows
     rows += [in_unit(f"{p}.{M.ci(key)}.{i}", v) for i, v in enumerate(ci)]
     if all(bad_number(v) is None for v in ci):
@@ -161,7 +161,7 @@ def _score_unit_rows(p: str, key: str, s: dict) -> list[Row]:
     return rows
 
 
-CALIBRATION_RAW = (M.ECE, BRIER, AUROC)  # the report's raw test figures: the split's own
+CALIBRATION_RAW = (M.ECE, M.BRIER, M.AUROC)  # the report's raw test figures: the split's own
 
 
 def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:

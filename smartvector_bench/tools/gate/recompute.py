@@ -110,10 +110,8 @@ RECOMPUTED_METRICS = (M.STALE_RATE, M.RUMOR_RATE, M.ECE, M.MRR_AT_10, M.RECALL_A
 RECOMPUTED_CATEGORY_METRICS = (M.TOP1, *RECOMPUTED_METRICS)
 IR_CUTOFF = 10
 CONFIDENCE_TOL = 1e-6
-# Issue 14's calibration metrics, recomputed when metrics.json has them (names.py has no constant for them).
-BRIER, AUROC = "brier", "auroc"
-SCORE_METRICS = (BRIER, AUROC)
-CONFIDENCE_KEYS = (M.ECE, "mean_confidence", BRIER, AUROC)  # compared within CONFIDENCE_TOL
+SCORE_METRICS = (M.BRIER, M.AUROC)  # issue 14's calibration metrics, recomputed when metrics.json has them
+CONFIDENCE_KEYS = (M.ECE, "mean_confidence", M.BRIER, M.AUROC)  # compared within CONFIDENCE_TOL
 
 
 def recompute_ece(confidence: list[float], correct: list[bool], n_bins: int = 10) -> tuple[float, dict]:
@@ -232,8 +230,8 @@ def _recompute_point(rows: list[dict], outcome: dict[str, dict], n_bins: int) ->
         out["ece_error"] = str(exc)
     raw = [r.get("confidence") for r in rows]
     if raw:
-        out[BRIER] = recompute_brier(raw, [x["correct"] for x in o])
-        out[AUROC] = recompute_auroc(raw, [x["correct"] for x in o])
+        out[M.BRIER] = recompute_brier(raw, [x["correct"] for x in o])
+        out[M.AUROC] = recompute_auroc(raw, [x["correct"] for x in o])
         out["auroc_bounds"] = auroc_bounds(raw, [x["correct"] for x in o])
     return out
 
@@ -306,11 +304,11 @@ def recompute_rows(out_name: str, system: str, per_split: dict, run_rows: list[d
         n_bins = bins.get("n_bins") if isinstance(bins.get("n_bins"), int) and bins.get("n_bins") > 0 else 10
         point = _recompute_point(judged, outcome, n_bins)
         for key in RECOMPUTED_METRICS + SCORE_METRICS:
-            if key == AUROC and key in s and point.get("auroc_bounds") is not None and s[key] is not None:
+            if key == M.AUROC and key in s and point.get("auroc_bounds") is not None and s[key] is not None:
                 # rank-based: the run file's 6-decimal rounding can tie two confidences the evaluator told apart
                 lo, hi = point["auroc_bounds"]
                 ok = bad_number(s[key]) is None and lo - CONFIDENCE_TOL <= float(s[key]) <= hi + CONFIDENCE_TOL
-                rows.append(invariant(f"{p}.{AUROC}", f"recomputed in [{lo:.6f}, {hi:.6f}]", s[key], ok,
+                rows.append(invariant(f"{p}.{M.AUROC}", f"recomputed in [{lo:.6f}, {hi:.6f}]", s[key], ok,
                                  f"{how}; the interval spans the orders the run file's rounded ties allow"))
             elif key in s and key in point:
                 rows.append(_recomputed_row(f"{p}.{key}", s[key], point[key], how))
