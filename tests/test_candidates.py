@@ -227,3 +227,105 @@ def test_all_pairs_up_to_all_pairs_max_then_auto_candidates(default_corpus_vecto
     for bad in ({"all_pairs_max": 0}, {"auto_candidates": 0}, {"all_pairs_max": True}):
         with pytest.raises(BenchError, match=f"consolidation.{next(iter(bad))}="):
             ConsolidationParams(**bad)
+
+
+# -- candidates among distinct texts (near-duplicates collapsed) --------------------------------------------------
+
+def _teams(n_teams: int, seed: int = 3):
+    """Six base texts copied into ``n_teams`` teams (a team name word each), vectors = base + small noise:
+    texts 0 and 1 overlap in words, and every team's copies are near-duplicates of the other teams'."""
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+
+    rng = np.random.default_rng(seed)
+    base = ["alpha beta gamma delta", "alpha beta epsilon zeta", "eta theta iota kappa", "lambda mu nu xi",
+            "omicron pi rho sigma", "tau upsilon phi chi"]
+    e = _unit(len(base), 32, seed)
+    e[1] = e[0] + 0.9 * e[1]  # text 1 is text 0's nearest other text
+    texts, rows = [], []
+    for b in range(n_teams):
+        for i, t in enumerate(base):
+            texts.append(f"{t} team{b}")
+            rows.append(e[i] / np.linalg.norm(e[i]) + 0.01 * rng.standard_normal(32))
+    x = np.asarray(rows, dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x, word_sets_matrix(texts), np.repeat(np.arange(n_teams), len(base)), np.tile(np.arange(len(base)), n_teams)
+
+
+def test_duplicate_groups_collapse_copies_and_stop_at_max_leaders():
+    from smartvector_bench.systems.smartvector.distinct import duplicate_groups
+
+    x, _, team, text = _teams(20)
+    g = duplicate_groups(x, 0.95, block_rows=7)  # blocks smaller than a team: leaders found across blocks
+    assert g.max() + 1 == 6 and g[0] == 0
+    for t in range(6):  # one group per base text, whatever the team
+        assert len(set(g[text == t].tolist())) == 1
+    capped = duplicate_groups(x, 0.95, max_leaders=2)
+    assert (capped[text < 2] < 2).all()  # the first two texts lead; later texts stay alone
+    assert len(set(capped[text >= 2].tolist())) == int((text >= 2).sum())
+    distinct = _unit(50, 16, 4)  # no near-duplicates: every row its own group
+    assert np.array_equal(duplicate_groups(distinct, 0.95), np.arange(50))
+
+
+def test_distinct_pairs_without_duplicates_are_the_knn_pairs():
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x = _unit(300, 16, 0)
+    words = word_sets_matrix([f"w{i}" for i in range(300)])
+    for k in (1, 5):
+        got, want = distinct_pairs(x, words, k, index="flat"), knn_pairs(x, k, "flat")
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    lo, hi = distinct_pairs(x, words, 299)
+    assert np.array_equal(lo, all_pairs(300)[0]) and np.array_equal(hi, all_pairs(300)[1])
+
+
+def test_distinct_pairs_find_the_same_team_pair_that_copies_crowd_out_of_knn():
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x, words, team, text = _teams(20)
+    want = {(int(a), int(b)) for a, b in zip(np.nonzero(text == 0)[0], np.nonzero(text == 1)[0])}  # same team
+    lo, hi = knn_pairs(x, 5, "flat")
+    assert not want & set(zip(lo.tolist(), hi.tolist()))  # each text's 5 nearest are copies of itself
+    lo, hi = distinct_pairs(x, words, 1, index="flat")
+    got = set(zip(lo.tolist(), hi.tolist()))
+    assert want <= got
+    same_team = team[lo] == team[hi]
+    cross = ~same_team
+    # across teams only the medoid pair of each group pair; within a team the pairs of neighbouring texts
+    assert int(cross.sum()) <= 6 and (text[lo][same_team] != text[hi][same_team]).all()
+    small = distinct_pairs(x, words, 1, index="flat", small=20)  # groups of 20: small, every member pair
+    assert len(small[0]) > len(lo) and want <= set(zip(small[0].tolist(), small[1].tolist()))
+
+
+@pytest.mark.parametrize("detector", ["reference", "semantic"])
+def test_distinct_candidates_covering_all_pairs_give_the_all_pairs_result(default_corpus_vectors, detector):
+    corpus, vecs, at = default_corpus_vectors
+    base = ConsolidationParams(detector=detector)
+    full = consolidate(corpus, at, base, vecs)
+    cand = consolidate(corpus, at, dataclasses.replace(base, candidates=len(corpus) - 1, candidate_pairs="distinct"),
+                       vecs)
+    assert full.agent.judged == cand.agent.judged and _pairs(full) == _pairs(cand)
+    assert np.array_equal(full.agent.raw_edges().indices, cand.agent.raw_edges().indices)
+
+
+@pytest.fixture(scope="module")
+def tiled():
+    from smartvector_bench.tools.scale import scale_dataset
+
+    from smartvector_bench.core.embedding import HashingEmbedder
+
+    return scale_dataset(258 * 12, seed=0, n_queries=10, embedder=HashingEmbedder(384))
+
+
+def test_distinct_candidates_find_the_contradictions_copies_hide_from_knn(tiled):
+    """Twelve teams' copies of the default dataset: all pairs finds one contradiction per team; each vector's
+    20 nearest are copies of its own text (none of them), the 20 nearest distinct groups find every one."""
+    c, vecs, at = tiled.corpus, tiled.corpus_vectors, float(np.max(tiled.queries.as_of))
+    full = consolidate(c, at, ConsolidationParams(all_pairs_max=None), vecs)
+    knn = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="knn"), vecs)
+    distinct = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="distinct"), vecs)
+    want = _pairs(full)
+    assert len(want) >= 10 and not want & _pairs(knn)
+    assert _pairs(distinct) == want
+    got = recall(tuple(np.array(sorted(want)).T), tuple(np.array(sorted(_pairs(distinct))).T))
+    assert got.recall == 1.0 and got.extra == 0
