@@ -329,3 +329,42 @@ def test_distinct_candidates_find_the_contradictions_copies_hide_from_knn(tiled)
     assert _pairs(distinct) == want
     got = recall(tuple(np.array(sorted(want)).T), tuple(np.array(sorted(_pairs(distinct))).T))
     assert got.recall == 1.0 and got.extra == 0
+
+
+def test_split_words_leaves_the_matrix_and_splits_by_group_counts():
+    from smartvector_bench.systems.smartvector.distinct import split_words
+
+    x, words, team, text = _teams(12)
+    before = (words.indptr.copy(), words.indices.copy(), words.data.copy())
+    g = text.copy()  # one group per base text: 12 rows each
+    core, rare = split_words(words, g, small=8)
+    assert all(np.array_equal(a, b) for a, b in zip(before, (words.indptr, words.indices, words.data)))
+    assert (core + rare != words).nnz == 0 and core.multiply(rare).nnz == 0
+    assert (np.diff(rare.indptr) == 1).all()  # each row's team name is its only rare word
+    core, rare = split_words(words, g, small=12)  # groups of 12 rows are small: every word core
+    assert rare.nnz == 0 and core.nnz == words.nnz
+
+
+def test_jaccard_floor_adds_far_groups_whose_words_pass_it():
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x, _, team, text = _teams(10)
+    # text 5 shares most words with text 2 but its vector is the farthest from text 2's
+    texts = [("eta theta iota kappa" if t == 2 else "eta theta iota nu" if t == 5 else f"w{t} v{t} u{t}") +
+             f" team{b}" for b, t in zip(team, text)]
+    words = word_sets_matrix(texts)
+    want = {(int(a), int(b)) for a, b in zip(np.nonzero(text == 2)[0], np.nonzero(text == 5)[0])}
+    far = x[text == 2][0] @ x[text == 5][0]
+    assert far < np.sort(x[text == 2][0] @ x[(text != 2) & (team == 0)].T)[-1]
+    plain = distinct_pairs(x, words, 1, index="flat")
+    assert not want <= set(zip(plain[0].tolist(), plain[1].tolist()))
+    lexical = distinct_pairs(x, words, 1, index="flat", jaccard_floor=0.3)
+    got = set(zip(lexical[0].tolist(), lexical[1].tolist()))
+    assert want <= got  # the same team's pair, by its shared team name
+    # core words alone ("eta theta iota": 3 of 5) pass 0.3: every row pair of the two groups, within the budget
+    cross = {(min(a, b), max(a, b)) for a in np.nonzero(text == 2)[0].tolist()
+             for b in np.nonzero(text == 5)[0].tolist()}
+    assert cross <= got
+    capped = distinct_pairs(x, words, 1, index="flat", jaccard_floor=0.3, every_budget=0.5)
+    assert want <= set(zip(capped[0].tolist(), capped[1].tolist())) and not cross <= set(zip(*map(list, capped)))

@@ -15,11 +15,14 @@ The steps (``distinct_pairs``):
    match none stay alone, so a corpus of distinct texts costs ``N x max_leaders``, not ``N^2``).
 2. *Group pairs*: each group's ``k`` nearest groups by the cosine of their (normalised) mean vectors,
    group pairs at least ``dup_cosine`` apart dropped; and each group with itself.
+   With ``jaccard_floor`` (the lowest word-Jaccard threshold the rules use) also the group pairs whose words
+   could pass it (a bound from their medoids' words), however far apart their vectors are.
 3. *Rows*: a group pair where one side has at most ``small`` rows gives every row pair (at most
-   ``small`` times the other side). Two larger groups give the row pairs that share a word held by at
-   most ``small`` rows of each group (the word Jaccard both detectors' rules read rises by exactly
-   such shared words: a team's or a product's name, a document's id), plus the two medoids (the rows
-   nearest their group's mean).
+   ``small`` times the other side); so do two larger groups whose medoids' core words alone pass the floor
+   (within a budget). Other larger groups give the row pairs that share a word held by at most ``small``
+   rows of each group (the word Jaccard the reference detector and the dependency rule read rises by
+   exactly such shared words: a team's or a product's name, a document's id, a version's value), plus the
+   two medoids (the rows nearest their group's mean).
 
 A corpus with no near-duplicates has one row per group, and step 3 gives the kNN pairs of the rows; ``k``
 covering every row gives every pair, as :func:`.candidates.knn_pairs` does.
@@ -97,6 +100,14 @@ def group_means(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     return m
 
 
+def lowest_jaccard(params) -> float | None:
+    """The lowest word-Jaccard threshold a consolidation's rules read (``ConsolidationParams``: the reference
+    detector's ``topic_threshold``, the dependency rule's ``dependency_threshold``); None if none does."""
+    found = [params.topic_threshold] if params.detector == "reference" else []
+    found += [params.dependency_threshold] if params.detect_dependencies else []
+    return min(found) if found else None
+
+
 def _members(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows sorted by group, start of each group in it, size of each group)."""
     order = np.argsort(g, kind="stable")
@@ -133,23 +144,35 @@ def _every_member_pair(ga: np.ndarray, gb: np.ndarray, order, starts, sizes, n: 
             for p, u, v in _grids(sizes[ga], sizes[gb])]
 
 
-def _shared_rare_word_pairs(words: sparse.csr_matrix, g: np.ndarray, rows: np.ndarray, ga: np.ndarray,
-                            gb: np.ndarray, n_groups: int, small: int) -> list[np.ndarray]:
-    """Keys of row pairs (both in ``rows``) sharing a word held by at most ``small`` rows of each one's group,
-    for the group pairs ``(ga, gb)`` (a group with itself included when listed). A join on (word, group):
-    every rare entry probes its group's candidate partners, so the cost is entries x partners, not the
-    square of the rows that hold a word."""
-    n = words.shape[0]
-    sub = words[rows].tocoo()
-    r, t = rows[sub.row].astype(np.int64), sub.col.astype(np.int64)
+def split_words(words: sparse.csr_matrix, g: np.ndarray, small: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
+    """(core, rare): the word-set matrix split by entry. An entry is rare when its row's group has more than
+    ``small`` rows and at most ``small`` of them hold the word (what sets some copies apart: a team's name,
+    a document's id, a version's value); every other entry is core."""
+    w = sparse.csr_matrix(words, dtype=np.float32)
+    w.sort_indices()
+    rows = np.repeat(np.arange(w.shape[0], dtype=np.int64), np.diff(w.indptr))
+    n_groups = int(g.max()) + 1 if len(g) else 0
+    _, inv, cnt = np.unique(w.indices.astype(np.int64) * n_groups + g[rows], return_inverse=True,
+                            return_counts=True)
+    big = np.bincount(g, minlength=n_groups) > small
+    rare = (cnt[inv.ravel()] <= small) & big[g[rows]]
+    part = [sparse.csr_matrix((w.data * m, w.indices.copy(), w.indptr.copy()), shape=w.shape) for m in (~rare, rare)]
+    for x in part:
+        x.eliminate_zeros()  # in place: hence the copies (the caller's matrix shares w's arrays)
+    return part[0], part[1]
+
+
+def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarray, gb: np.ndarray,
+                            n_groups: int) -> list[np.ndarray]:
+    """Keys of row pairs sharing a rare word (:func:`split_words`), for the group pairs ``(ga, gb)`` (a group
+    with itself included when listed). A join on (word, group): every rare entry probes its group's
+    candidate partners, so the cost is entries x partners, not the square of the rows that hold a word."""
+    n = rare.shape[0]
+    sub = rare.tocoo()
+    r, t = sub.row.astype(np.int64), sub.col.astype(np.int64)
     key = t * n_groups + g[r]
     order = np.argsort(key, kind="stable")
     key, r = key[order], r[order]
-    first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, dtype=bool)
-    start = np.nonzero(first)[0]
-    count = np.diff(np.r_[start, len(key)])
-    rare = np.repeat(count <= small, count)  # the word is held by at most ``small`` rows of the group
-    key, r = key[rare], r[rare]
     # each group's partners, one direction (ga <= gb): every pair of two groups is found once
     src, dst = np.minimum(ga, gb), np.maximum(ga, gb)
     dst = dst[np.argsort(src, kind="stable")]
@@ -171,12 +194,49 @@ def _shared_rare_word_pairs(words: sparse.csr_matrix, g: np.ndarray, rows: np.nd
     return out
 
 
+def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray) -> np.ndarray:
+    """The row nearest its group's mean, per group (ties: the lower row)."""
+    cos = np.einsum("ij,ij->i", x, reps[g])
+    by_cos = np.lexsort((np.arange(len(g)), -cos, g))
+    first = np.r_[True, g[by_cos][1:] != g[by_cos][:-1]]
+    medoid = np.empty(len(reps), dtype=np.int64)
+    medoid[g[by_cos][first]] = by_cos[first]
+    return medoid
+
+
+def _jaccard_bounds(core: sparse.csr_matrix, rare: sparse.csr_matrix, medoid: np.ndarray, g: np.ndarray,
+                    floor: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Group pairs ``(a, b)``, ``a < b``, whose medoids' core words could reach a word Jaccard above ``floor``
+    if every rare word of a member matched: ``(I + r_a + r_b) / U > floor``, I and U the medoids' core
+    intersection and union, r the group's largest rare-word count per row (0 in a group of at most ``small``
+    rows, whose words are all core). One sparse product over the G medoids (none above ``max_groups``
+    groups: that product approaches all pairs)."""
+    n_groups = len(medoid)
+    if n_groups < 2 or n_groups > max_groups:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    m = core[medoid]
+    inter = sparse.triu(m @ m.T, k=1).tocoo()
+    size = np.asarray(m.sum(axis=1)).ravel()
+    most_rare = np.zeros(n_groups)
+    np.maximum.at(most_rare, g, np.diff(rare.indptr).astype(np.float64))
+    a, b, i = inter.row.astype(np.int64), inter.col.astype(np.int64), inter.data
+    keep = (i + most_rare[a] + most_rare[b]) / np.maximum(size[a] + size[b] - i, 1) > floor
+    return a[keep], b[keep]
+
+
 def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_cosine: float = 0.95,
                    index: str = "ivf", small: int = 8, max_leaders: int = 2048, nprobe: int = 8,
+                   jaccard_floor: float | None = None, max_groups: int = 20_000, every_budget: float = 8.0,
                    groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs ``(i, j)``, ``i < j``, among each group of near-duplicates' ``k`` nearest distinct
     groups, expanded to rows (the module's steps); ``words``: the binary (N, vocabulary) word-set matrix
-    the detectors read. ``groups``: precomputed :func:`duplicate_groups` labels."""
+    the detectors read. ``jaccard_floor`` (the lowest word-Jaccard threshold a detector or the dependency
+    rule uses; None: vectors only) adds the group pairs whose words can pass it (:func:`_jaccard_bounds`) and
+    expands two large groups to every row pair when their medoids' core words alone pass it (highest core
+    Jaccard first, at most ``every_budget * N`` such row pairs in all: across many copies these pairs grow
+    with the square of N; the rest get the rare-word pairs). ``groups``: precomputed
+    :func:`duplicate_groups` labels."""
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = len(x)
     empty = np.zeros(0, dtype=np.int64)
@@ -188,25 +248,32 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
     order, starts, sizes = _members(g)
     n_groups = len(sizes)
     reps = group_means(x, g)
-    ga, gb = knn_pairs(reps, k, "flat" if n_groups <= 20_000 else index, nprobe=nprobe)
+    ga, gb = knn_pairs(reps, k, "flat" if n_groups <= max_groups else index, nprobe=nprobe)
     if len(ga):
         far = np.einsum("ij,ij->i", reps[ga], reps[gb]) < dup_cosine
         ga, gb = ga[far], gb[far]
+    core, rare = split_words(words, g, small)
+    medoid = _medoids(x, g, reps)
+    if jaccard_floor is not None:
+        la, lb = _jaccard_bounds(core, rare, medoid, g, jaccard_floor, max_groups)
+        key = sorted_unique(np.r_[ga * n_groups + gb, la * n_groups + lb])
+        ga, gb = key // n_groups, key % n_groups
     selfs = np.nonzero(sizes >= 2)[0]
     ga, gb = np.r_[ga, selfs], np.r_[gb, selfs]
-    little = np.minimum(sizes[ga], sizes[gb]) <= small
-    keys = _every_member_pair(ga[little], gb[little], order, starts, sizes, n)
-    big_a, big_b = ga[~little], gb[~little]
+    every = np.minimum(sizes[ga], sizes[gb]) <= small
+    if jaccard_floor is not None and len(ga):  # core words alone pass: any member pair may
+        mc = core[medoid]
+        inter = np.asarray(mc[ga].multiply(mc[gb]).sum(axis=1)).ravel()
+        size = np.asarray(mc.sum(axis=1)).ravel()
+        jac = np.where(ga != gb, inter / np.maximum(size[ga] + size[gb] - inter, 1), 0.0)
+        cand = np.nonzero(~every & (jac > jaccard_floor))[0]
+        cand = cand[np.argsort(-jac[cand], kind="stable")]  # within the budget, the highest core Jaccard first
+        fits = np.cumsum(sizes[ga[cand]] * sizes[gb[cand]]) <= every_budget * n
+        every[cand[fits]] = True
+    keys = _every_member_pair(ga[every], gb[every], order, starts, sizes, n)
+    big_a, big_b = ga[~every], gb[~every]
     if len(big_a):
-        big_groups = np.zeros(n_groups, dtype=bool)
-        big_groups[big_a] = big_groups[big_b] = True
-        rows = np.nonzero(big_groups[g])[0]
-        keys += _shared_rare_word_pairs(words, g, rows, big_a, big_b, n_groups, small)
-        cos = np.einsum("ij,ij->i", x, reps[g])  # medoid: the row nearest its group's mean
-        medoid = np.full(n_groups, -1, dtype=np.int64)
-        by_cos = np.lexsort((np.arange(n), -cos, g))
-        first = np.r_[True, g[by_cos][1:] != g[by_cos][:-1]]
-        medoid[g[by_cos][first]] = by_cos[first]
+        keys += _shared_rare_word_pairs(rare, g, big_a, big_b, n_groups)
         ma, mb = medoid[big_a], medoid[big_b]
         keep = ma != mb
         keys.append(np.minimum(ma[keep], mb[keep]) * n + np.maximum(ma[keep], mb[keep]))
