@@ -368,3 +368,18 @@ def test_jaccard_floor_adds_far_groups_whose_words_pass_it():
     assert cross <= got
     capped = distinct_pairs(x, words, 1, index="flat", jaccard_floor=0.3, every_budget=0.5)
     assert want <= set(zip(capped[0].tolist(), capped[1].tolist())) and not cross <= set(zip(*map(list, capped)))
+
+
+def test_word_rule_options_follow_the_consolidation_rules():
+    from smartvector_bench.systems.smartvector.distinct import RATIO_MARGIN, word_rule_options
+
+    texts = ["the quota is 10 units per team", "the quota is 12 units per team", "entirely unrelated words here"]
+    ref = word_rule_options(ConsolidationParams(topic_threshold=0.3, dependency_threshold=0.35), texts)
+    assert ref["jaccard_floor"] == 0.3
+    a, b = np.array([0, 0]), np.array([1, 2])
+    want = [content_similarity(texts[0], texts[j]) < 0.4 + RATIO_MARGIN for j in (1, 2)]
+    assert ref["every_gate"](a, b).tolist() == want == [False, True]
+    sem = word_rule_options(ConsolidationParams(detector="semantic", dependency_threshold=0.35), texts)
+    assert sem["jaccard_floor"] == 0.35 and not sem["every_gate"](a, b).any()
+    none = word_rule_options(ConsolidationParams(detector="semantic", detect_dependencies=False), texts)
+    assert none["jaccard_floor"] is None

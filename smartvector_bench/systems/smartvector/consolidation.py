@@ -36,7 +36,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_ripple, ripple_hits
 from smartvector_bench.core.settings import choice
-from smartvector_bench.systems.smartvector.distinct import distinct_pairs, lowest_jaccard
+from smartvector_bench.systems.smartvector.distinct import distinct_pairs, word_rule_options
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
 from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
 
@@ -179,7 +179,7 @@ class ConsolidationAgent:
         once."""
         if self._candidates is None:
             self._candidates = (distinct_pairs(self.vectors, self.words, int(self.k), self.p.duplicate_cosine,
-                                               self.p.candidate_index, jaccard_floor=lowest_jaccard(self.p))
+                                               self.p.candidate_index, **word_rule_options(self.p, self.corpus.texts))
                                 if self.p.candidate_pairs == "distinct"
                                 else knn_pairs(self.vectors, int(self.k), self.p.candidate_index))
         return self._candidates

@@ -19,7 +19,7 @@ The steps (``distinct_pairs``):
    could pass it (a bound from their medoids' words), however far apart their vectors are.
 3. *Rows*: a group pair where one side has at most ``small`` rows gives every row pair (at most
    ``small`` times the other side); so do two larger groups whose medoids' core words alone pass the floor
-   (within a budget). Other larger groups give the row pairs that share a word held by at most ``small``
+   and whose medoids could be a contradiction (``every_gate``; within a budget). Other larger groups give the row pairs that share a word held by at most ``small``
    rows of each group (the word Jaccard the reference detector and the dependency rule read rises by
    exactly such shared words: a team's or a product's name, a document's id, a version's value), plus the
    two medoids (the rows nearest their group's mean).
@@ -35,6 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from smartvector_bench.systems.smartvector.candidates import all_pairs, knn_pairs, sorted_unique
+from smartvector_bench.systems.smartvector.detectors import content_similarity
 
 PAIR_CHUNK = 1 << 24  # row pairs generated at a time (int64 temporaries of a few hundred MB at most)
 
@@ -100,12 +101,27 @@ def group_means(x: np.ndarray, g: np.ndarray) -> np.ndarray:
     return m
 
 
-def lowest_jaccard(params) -> float | None:
-    """The lowest word-Jaccard threshold a consolidation's rules read (``ConsolidationParams``: the reference
-    detector's ``topic_threshold``, the dependency rule's ``dependency_threshold``); None if none does."""
+RATIO_MARGIN = 0.05  # copies differ from their medoid by a few characters (a team's or a document's name)
+
+
+def word_rule_options(params, texts: list[str]) -> dict:
+    """``jaccard_floor`` and ``every_gate`` of :func:`distinct_pairs` for a consolidation's rules
+    (``ConsolidationParams``): the floor is the lowest word-Jaccard threshold they read (the reference
+    detector's ``topic_threshold``, the dependency rule's ``dependency_threshold``; None if none); every row
+    pair of two groups is worth judging only when their medoids could be a reference contradiction (difflib
+    ratio below ``content_threshold`` + ``RATIO_MARGIN``); with the semantic detector never (its
+    contradictions need no word overlap, and the dependency rule alone would not pay for the square)."""
     found = [params.topic_threshold] if params.detector == "reference" else []
     found += [params.dependency_threshold] if params.detect_dependencies else []
-    return min(found) if found else None
+    ceiling = params.content_threshold + RATIO_MARGIN
+
+    def gate(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if params.detector != "reference":
+            return np.zeros(len(a), dtype=bool)
+        return np.fromiter((content_similarity(texts[i], texts[j]) < ceiling for i, j in zip(a.tolist(), b.tolist())),
+                           dtype=bool, count=len(a))
+
+    return {"jaccard_floor": min(found) if found else None, "every_gate": gate}
 
 
 def _members(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -228,15 +244,16 @@ def _jaccard_bounds(core: sparse.csr_matrix, rare: sparse.csr_matrix, medoid: np
 def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_cosine: float = 0.95,
                    index: str = "ivf", small: int = 8, max_leaders: int = 2048, nprobe: int = 8,
                    jaccard_floor: float | None = None, max_groups: int = 20_000, every_budget: float = 8.0,
-                   groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   every_gate=None, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs ``(i, j)``, ``i < j``, among each group of near-duplicates' ``k`` nearest distinct
     groups, expanded to rows (the module's steps); ``words``: the binary (N, vocabulary) word-set matrix
     the detectors read. ``jaccard_floor`` (the lowest word-Jaccard threshold a detector or the dependency
     rule uses; None: vectors only) adds the group pairs whose words can pass it (:func:`_jaccard_bounds`) and
-    expands two large groups to every row pair when their medoids' core words alone pass it (highest core
-    Jaccard first, at most ``every_budget * N`` such row pairs in all: across many copies these pairs grow
-    with the square of N; the rest get the rare-word pairs). ``groups``: precomputed
-    :func:`duplicate_groups` labels."""
+    expands two large groups to every row pair when their medoids' core words alone pass it, each row's own
+    rare words counted in the union (highest such Jaccard first, at most ``every_budget * N`` such row pairs
+    in all: across many copies these pairs grow with the square of N; the rest get the rare-word pairs) and,
+    with ``every_gate`` (a function of two row arrays giving a bool array), only where it holds for the two
+    medoids. ``groups``: precomputed :func:`duplicate_groups` labels."""
     x = np.ascontiguousarray(vectors, dtype=np.float32)
     n = len(x)
     empty = np.zeros(0, dtype=np.int64)
@@ -265,8 +282,13 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
         mc = core[medoid]
         inter = np.asarray(mc[ga].multiply(mc[gb]).sum(axis=1)).ravel()
         size = np.asarray(mc.sum(axis=1)).ravel()
-        jac = np.where(ga != gb, inter / np.maximum(size[ga] + size[gb] - inter, 1), 0.0)
+        fewest = np.full(n_groups, np.inf)  # a row sharing no rare word still counts its own in the union
+        np.minimum.at(fewest, g, np.diff(rare.indptr).astype(np.float64))
+        denom = size[ga] + size[gb] - inter + fewest[ga] + fewest[gb]
+        jac = np.where(ga != gb, inter / np.maximum(denom, 1), 0.0)
         cand = np.nonzero(~every & (jac > jaccard_floor))[0]
+        if every_gate is not None and len(cand):
+            cand = cand[np.asarray(every_gate(medoid[ga[cand]], medoid[gb[cand]]), dtype=bool)]
         cand = cand[np.argsort(-jac[cand], kind="stable")]  # within the budget, the highest core Jaccard first
         fits = np.cumsum(sizes[ga[cand]] * sizes[gb[cand]]) <= every_budget * n
         every[cand[fits]] = True
