@@ -391,3 +391,5 @@ def test_bench_profile_consolidation_runs_and_reps():
     assert consolidation_runs(c, 1_000_000) == [("distinct", 20)]  # knn left out above knn_max_size
     assert consolidation_runs({"k": 5, "all_pairs_size": 1}, 10) == [("distinct", 5)]
     assert [consolidation_reps(c, n) for n in (10_000, 100_000, 1_000_000)] == [3, 3, 1]
+    c["k"] = {"distinct": 10, "knn": 20}  # one k per generator
+    assert consolidation_runs(c, 100_000) == [("distinct", 10), ("knn", 20)]

@@ -44,10 +44,12 @@ def search_case(data: ScaleData, s: dict, n: int, progress: Callable[[str], None
                       hnsw_enabled=n <= int(s["hnsw_max_size"]), progress=progress)
 
 
-def consolidation_ks(c: dict, n: int) -> list[int]:
-    """The candidate counts run at size n: ``k``, plus ``recall_k`` at the all-pairs size (where the pairs the
-    candidates miss are measured; the all-pairs run is shared)."""
-    ks = [int(c.get("k") or DEFAULT_K)]
+def consolidation_ks(c: dict, n: int, pairs: str = "distinct") -> list[int]:
+    """The candidate counts run at size n: ``k`` (a number, or one per generator: ``{distinct: 10, knn: 20}``),
+    plus ``recall_k`` at the all-pairs size (where the pairs the candidates miss are measured; the all-pairs
+    run is shared)."""
+    k = c.get("k")
+    ks = [int((k.get(pairs) if isinstance(k, dict) else k) or DEFAULT_K)]
     if n == int(c["all_pairs_size"]):
         ks += [int(k) for k in c.get("recall_k") or [] if int(k) not in ks]
     return ks
@@ -59,7 +61,7 @@ def consolidation_runs(c: dict, n: int) -> list[tuple[str, int]]:
     copies of a text: hundreds of seconds and many GB at 1M)."""
     cap = c.get("knn_max_size")
     return [(p, k) for p in c.get("pairs") or ["distinct"] if not (p == "knn" and cap is not None and n > int(cap))
-            for k in consolidation_ks(c, n)]
+            for k in consolidation_ks(c, n, p)]
 
 
 def consolidation_reps(c: dict, n: int) -> int:
