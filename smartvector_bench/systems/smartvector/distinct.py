@@ -166,12 +166,17 @@ def split_words(words: sparse.csr_matrix, g: np.ndarray, small: int) -> tuple[sp
     a document's id, a version's value); every other entry is core."""
     w = sparse.csr_matrix(words, dtype=np.float32)
     w.sort_indices()
-    rows = np.repeat(np.arange(w.shape[0], dtype=np.int64), np.diff(w.indptr))
     n_groups = int(g.max()) + 1 if len(g) else 0
-    _, inv, cnt = np.unique(w.indices.astype(np.int64) * n_groups + g[rows], return_inverse=True,
-                            return_counts=True)
+    gr = np.repeat(g, np.diff(w.indptr))  # each entry's group
+    key = w.indices.astype(np.int64) * n_groups + gr
+    if w.shape[1] * n_groups <= 1 << 26:  # few groups: a dense count per (word, group), no sort
+        held = np.bincount(key, minlength=w.shape[1] * n_groups)[key]
+    else:
+        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
+        held = cnt[inv.ravel()]
+    del key
     big = np.bincount(g, minlength=n_groups) > small
-    rare = (cnt[inv.ravel()] <= small) & big[g[rows]]
+    rare = (held <= small) & big[gr]
     part = [sparse.csr_matrix((w.data * m, w.indices.copy(), w.indptr.copy()), shape=w.shape) for m in (~rare, rare)]
     for x in part:
         x.eliminate_zeros()  # in place: hence the copies (the caller's matrix shares w's arrays)
@@ -292,6 +297,7 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
         cand = cand[np.argsort(-jac[cand], kind="stable")]  # within the budget, the highest core Jaccard first
         fits = np.cumsum(sizes[ga[cand]] * sizes[gb[cand]]) <= every_budget * n
         every[cand[fits]] = True
+    del core  # the rare part and the key pieces are what the rest needs
     keys = _every_member_pair(ga[every], gb[every], order, starts, sizes, n)
     big_a, big_b = ga[~every], gb[~every]
     if len(big_a):
@@ -299,5 +305,8 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
         ma, mb = medoid[big_a], medoid[big_b]
         keep = ma != mb
         keys.append(np.minimum(ma[keep], mb[keep]) * n + np.maximum(ma[keep], mb[keep]))
-    key = sorted_unique(np.concatenate(keys)) if keys else empty
+    del rare
+    key = np.concatenate(keys) if keys else empty
+    del keys
+    key = sorted_unique(key)
     return key // n, key % n
