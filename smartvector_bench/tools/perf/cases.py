@@ -3,7 +3,8 @@ dataset of each of its sizes. The runner (:mod:`.runner`) walks the table for a 
 one case from the command line:
 
     python -m smartvector_bench.tools.perf.cases {consolidation,ripple,lvl,kg,reference} -n N [--reps R]
-        [--n-latency L] [--origins O] [--kg-max-entities M] [--json FILE]
+        [--n-latency L] [--origins O] [--kg-max-entities M] [-k K] [--all-pairs] [--pairs distinct knn]
+        [--datasets versioned_policies_large] [--json FILE]
 
 prints its summary (median, p95, p99 per system and metric) and optionally writes every row as JSON.
 """
