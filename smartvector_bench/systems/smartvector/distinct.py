@@ -3,10 +3,11 @@ expanded back to rows by the words that set the copies apart.
 
 Why: a text with many near-copies (the same chunk in many teams' documents, a paragraph pasted into many
 pages) fills its own ``k`` nearest neighbours with those copies, so plain kNN pairs hold only copies of
-one text. Neither detector can call two near-copies a contradiction (the reference detector needs a difflib
-ratio below ``content_threshold``, which copies exceed; the semantic one needs the stated values to differ),
-yet the pairs it needs (a message and the policy it contradicts, two versions of one policy in different
-documents) are pushed out of the list.
+one text. The reference detector cannot call two near-copies a contradiction (it needs a difflib ratio
+below ``content_threshold``, which copies exceed), yet the pairs it needs (a message and the policy it
+contradicts) are pushed out of the list. The semantic detector can (two near-copies stating different
+values in different documents); this generator pairs near-copies only through shared rare words, so it
+may miss those (not measured).
 
 The steps (``distinct_pairs``):
 
@@ -19,10 +20,11 @@ The steps (``distinct_pairs``):
    could pass it (a bound from their medoids' words), however far apart their vectors are.
 3. *Rows*: a group pair where one side has at most ``small`` rows gives every row pair (at most
    ``small`` times the other side); so do two larger groups whose medoids' core words alone pass the floor
-   and whose medoids could be a contradiction (``every_gate``; within a budget). Other larger groups give the row pairs that share a word held by at most ``small``
-   rows of each group (the word Jaccard the reference detector and the dependency rule read rises by
-   exactly such shared words: a team's or a product's name, a document's id, a version's value), plus the
-   two medoids (the rows nearest their group's mean).
+   and whose medoids could be a contradiction (``every_gate``; within a budget). Other larger groups give
+   the row pairs that share a word held by at most ``small`` rows of each group (the word Jaccard that the
+   reference detector and the dependency rule read rises by exactly such shared words: a team's or a
+   product's name, a document's id, a version's value), plus the two medoids (the rows nearest their
+   group's mean).
 
 A corpus with no near-duplicates has one row per group, and step 3 gives the kNN pairs of the rows; ``k``
 covering every row gives every pair, as :func:`.candidates.knn_pairs` does.
