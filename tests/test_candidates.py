@@ -227,3 +227,159 @@ def test_all_pairs_up_to_all_pairs_max_then_auto_candidates(default_corpus_vecto
     for bad in ({"all_pairs_max": 0}, {"auto_candidates": 0}, {"all_pairs_max": True}):
         with pytest.raises(BenchError, match=f"consolidation.{next(iter(bad))}="):
             ConsolidationParams(**bad)
+
+
+# -- candidates among distinct texts (near-duplicates collapsed) --------------------------------------------------
+
+def _teams(n_teams: int, seed: int = 3):
+    """Six base texts copied into ``n_teams`` teams (a team name word each), vectors = base + small noise:
+    texts 0 and 1 overlap in words, and every team's copies are near-duplicates of the other teams'."""
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+
+    rng = np.random.default_rng(seed)
+    base = ["alpha beta gamma delta", "alpha beta epsilon zeta", "eta theta iota kappa", "lambda mu nu xi",
+            "omicron pi rho sigma", "tau upsilon phi chi"]
+    e = _unit(len(base), 32, seed)
+    e[1] = e[0] + 0.9 * e[1]  # text 1 is text 0's nearest other text
+    texts, rows = [], []
+    for b in range(n_teams):
+        for i, t in enumerate(base):
+            texts.append(f"{t} team{b}")
+            rows.append(e[i] / np.linalg.norm(e[i]) + 0.01 * rng.standard_normal(32))
+    x = np.asarray(rows, dtype=np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    return x, word_sets_matrix(texts), np.repeat(np.arange(n_teams), len(base)), np.tile(np.arange(len(base)), n_teams)
+
+
+def test_duplicate_groups_collapse_copies_and_stop_at_max_leaders():
+    from smartvector_bench.systems.smartvector.distinct import duplicate_groups
+
+    x, _, team, text = _teams(20)
+    g = duplicate_groups(x, 0.95, block_rows=7)  # blocks smaller than a team: leaders found across blocks
+    assert g.max() + 1 == 6 and g[0] == 0
+    for t in range(6):  # one group per base text, whatever the team
+        assert len(set(g[text == t].tolist())) == 1
+    capped = duplicate_groups(x, 0.95, max_leaders=2)
+    assert (capped[text < 2] < 2).all()  # the first two texts lead; later texts stay alone
+    assert len(set(capped[text >= 2].tolist())) == int((text >= 2).sum())
+    distinct = _unit(50, 16, 4)  # no near-duplicates: every row its own group
+    assert np.array_equal(duplicate_groups(distinct, 0.95), np.arange(50))
+
+
+def test_distinct_pairs_without_duplicates_are_the_knn_pairs():
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x = _unit(300, 16, 0)
+    words = word_sets_matrix([f"w{i}" for i in range(300)])
+    for k in (1, 5):
+        got, want = distinct_pairs(x, words, k, index="flat"), knn_pairs(x, k, "flat")
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    lo, hi = distinct_pairs(x, words, 299)
+    assert np.array_equal(lo, all_pairs(300)[0]) and np.array_equal(hi, all_pairs(300)[1])
+
+
+def test_distinct_pairs_find_the_same_team_pair_that_copies_crowd_out_of_knn():
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x, words, team, text = _teams(20)
+    want = {(int(a), int(b)) for a, b in zip(np.nonzero(text == 0)[0], np.nonzero(text == 1)[0])}  # same team
+    lo, hi = knn_pairs(x, 5, "flat")
+    assert not want & set(zip(lo.tolist(), hi.tolist()))  # each text's 5 nearest are copies of itself
+    lo, hi = distinct_pairs(x, words, 1, index="flat")
+    got = set(zip(lo.tolist(), hi.tolist()))
+    assert want <= got
+    same_team = team[lo] == team[hi]
+    cross = ~same_team
+    # across teams only the medoid pair of each group pair; within a team the pairs of neighbouring texts
+    assert int(cross.sum()) <= 6 and (text[lo][same_team] != text[hi][same_team]).all()
+    small = distinct_pairs(x, words, 1, index="flat", small=20)  # groups of 20: small, every member pair
+    assert len(small[0]) > len(lo) and want <= set(zip(small[0].tolist(), small[1].tolist()))
+
+
+@pytest.mark.parametrize("detector", ["reference", "semantic"])
+def test_distinct_candidates_covering_all_pairs_give_the_all_pairs_result(default_corpus_vectors, detector):
+    corpus, vecs, at = default_corpus_vectors
+    base = ConsolidationParams(detector=detector)
+    full = consolidate(corpus, at, base, vecs)
+    cand = consolidate(corpus, at, dataclasses.replace(base, candidates=len(corpus) - 1, candidate_pairs="distinct"),
+                       vecs)
+    assert full.agent.judged == cand.agent.judged and _pairs(full) == _pairs(cand)
+    assert np.array_equal(full.agent.raw_edges().indices, cand.agent.raw_edges().indices)
+
+
+@pytest.fixture(scope="module")
+def tiled():
+    from smartvector_bench.tools.scale import scale_dataset
+
+    from smartvector_bench.core.embedding import HashingEmbedder
+
+    return scale_dataset(258 * 12, seed=0, n_queries=10, embedder=HashingEmbedder(384))
+
+
+def test_distinct_candidates_find_the_contradictions_copies_hide_from_knn(tiled):
+    """Twelve teams' copies of the default dataset: all pairs finds one contradiction per team; each vector's
+    20 nearest are copies of its own text (none of them), the 20 nearest distinct groups find every one."""
+    c, vecs, at = tiled.corpus, tiled.corpus_vectors, float(np.max(tiled.queries.as_of))
+    full = consolidate(c, at, ConsolidationParams(all_pairs_max=None), vecs)
+    knn = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="knn"), vecs)
+    distinct = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="distinct"), vecs)
+    want = _pairs(full)
+    assert len(want) >= 10 and not want & _pairs(knn)
+    assert _pairs(distinct) == want
+    got = recall(tuple(np.array(sorted(want)).T), tuple(np.array(sorted(_pairs(distinct))).T))
+    assert got.recall == 1.0 and got.extra == 0
+
+
+def test_split_words_leaves_the_matrix_and_splits_by_group_counts():
+    from smartvector_bench.systems.smartvector.distinct import split_words
+
+    x, words, team, text = _teams(12)
+    before = (words.indptr.copy(), words.indices.copy(), words.data.copy())
+    g = text.copy()  # one group per base text: 12 rows each
+    core, rare = split_words(words, g, small=8)
+    assert all(np.array_equal(a, b) for a, b in zip(before, (words.indptr, words.indices, words.data)))
+    assert (core + rare != words).nnz == 0 and core.multiply(rare).nnz == 0
+    assert (np.diff(rare.indptr) == 1).all()  # each row's team name is its only rare word
+    core, rare = split_words(words, g, small=12)  # groups of 12 rows are small: every word core
+    assert rare.nnz == 0 and core.nnz == words.nnz
+
+
+def test_jaccard_floor_adds_far_groups_whose_words_pass_it():
+    from smartvector_bench.systems.smartvector.detectors import word_sets_matrix
+    from smartvector_bench.systems.smartvector.distinct import distinct_pairs
+
+    x, _, team, text = _teams(10)
+    # text 5 shares most words with text 2 but its vector is the farthest from text 2's
+    texts = [("eta theta iota kappa" if t == 2 else "eta theta iota nu" if t == 5 else f"w{t} v{t} u{t}") +
+             f" team{b}" for b, t in zip(team, text)]
+    words = word_sets_matrix(texts)
+    want = {(int(a), int(b)) for a, b in zip(np.nonzero(text == 2)[0], np.nonzero(text == 5)[0])}
+    far = x[text == 2][0] @ x[text == 5][0]
+    assert far < np.sort(x[text == 2][0] @ x[(text != 2) & (team == 0)].T)[-1]
+    plain = distinct_pairs(x, words, 1, index="flat")
+    assert not want <= set(zip(plain[0].tolist(), plain[1].tolist()))
+    lexical = distinct_pairs(x, words, 1, index="flat", jaccard_floor=0.3)
+    got = set(zip(lexical[0].tolist(), lexical[1].tolist()))
+    assert want <= got  # the same team's pair, by its shared team name
+    # core words alone ("eta theta iota": 3 of 5) pass 0.3: every row pair of the two groups, within the budget
+    cross = {(min(a, b), max(a, b)) for a in np.nonzero(text == 2)[0].tolist()
+             for b in np.nonzero(text == 5)[0].tolist()}
+    assert cross <= got
+    capped = distinct_pairs(x, words, 1, index="flat", jaccard_floor=0.3, every_budget=0.5)
+    assert want <= set(zip(capped[0].tolist(), capped[1].tolist())) and not cross <= set(zip(*map(list, capped)))
+
+
+def test_word_rule_options_follow_the_consolidation_rules():
+    from smartvector_bench.systems.smartvector.distinct import RATIO_MARGIN, word_rule_options
+
+    texts = ["the quota is 10 units per team", "the quota is 12 units per team", "entirely unrelated words here"]
+    ref = word_rule_options(ConsolidationParams(topic_threshold=0.3, dependency_threshold=0.35), texts)
+    assert ref["jaccard_floor"] == 0.3
+    a, b = np.array([0, 0]), np.array([1, 2])
+    want = [content_similarity(texts[0], texts[j]) < 0.4 + RATIO_MARGIN for j in (1, 2)]
+    assert ref["every_gate"](a, b).tolist() == want == [False, True]
+    sem = word_rule_options(ConsolidationParams(detector="semantic", dependency_threshold=0.35), texts)
+    assert sem["jaccard_floor"] == 0.35 and not sem["every_gate"](a, b).any()
+    none = word_rule_options(ConsolidationParams(detector="semantic", detect_dependencies=False), texts)
+    assert none["jaccard_floor"] is None

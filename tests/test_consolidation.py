@@ -348,3 +348,48 @@ def test_invalid_params_raise_naming_key(field, value):
 
     with pytest.raises(BenchError, match=rf"^consolidation\.{field}={value}: unknown; allowed: "):
         section(ConsolidationParams, {field: value}, "consolidation")
+
+
+def test_t5_verdicts_read_time_recall_and_the_1m_run():
+    from smartvector_bench.tools.perf.summary import summary_rows
+    from smartvector_bench.tools.perf.targets import evaluate_targets
+    from smartvector_bench.tools.perf.timing import rows
+
+    def cons(system, n, metric, value, vectors="synthetic"):
+        return rows("consolidation", system, n, vectors, metric, value, "x")
+
+    runs = cons("smartvector_distinct_k20", 100_000, "seconds", [20.0, 25.0, 40.0])
+    runs += cons("smartvector_distinct_k20", 100_000, "peak_rss_mb", [900.0, 950.0, 1000.0])
+    for vectors, found, missed in (("synthetic", 38, 0), ("synthetic:versioned_policies_large", 42, 2)):
+        for system, f in (("smartvector_distinct_k20", found), ("smartvector_ann_k20", 0)):
+            runs += cons(system, 10_000, "found_contradictions", f, vectors)
+            runs += cons(system, 10_000, "missed_contradictions", found + missed - f, vectors)
+            runs += cons(system, 10_000, "recall_contradictions", f / (found + missed), vectors)
+            runs += cons(system, 10_000, "recall_edges", 0.5, vectors)
+    runs += cons("smartvector_distinct_k100", 10_000, "seconds", 9.0)  # a recall_k run: not the profile's k
+    t = {x["id"]: x for x in evaluate_targets(summary_rows(runs))}
+    assert t["T5"]["n_vectors"] == 100_000 and t["T5"]["measured"] == 25.0 and t["T5"]["verdict"] == "met"
+    assert "smartvector_distinct_k20" in t["T5"]["what"]
+    assert t["T5r"]["measured"] == pytest.approx(42 / 44) and t["T5r"]["verdict"] == "met"  # the worst dataset
+    assert "42 of 44 contradictions" in t["T5r"]["detail"] and "smartvector_ann_k20 on synthetic" in t["T5r"]["detail"]
+    assert t["T5m"]["verdict"] == "not measured" and t["T5t"]["verdict"] == "not measured"
+    runs += cons("smartvector_distinct_k20", 1_000_000, "seconds", 310.0)
+    runs += cons("smartvector_distinct_k20", 1_000_000, "peak_rss_mb", 3500.0)
+    runs = [r for r in runs if not (r.metric == "recall_contradictions" and r.value == 1.0)]
+    runs += cons("smartvector_distinct_k20", 10_000, "recall_contradictions", 0.5)
+    t = {x["id"]: x for x in evaluate_targets(summary_rows(runs))}
+    assert t["T5m"]["verdict"] == "met" and t["T5t"]["verdict"] == "missed" and t["T5r"]["verdict"] == "missed"
+
+
+def test_bench_profile_consolidation_runs_and_reps():
+    from smartvector_bench.tools.perf.cases import consolidation_reps, consolidation_runs
+
+    c = {"k": 20, "pairs": ["distinct", "knn"], "knn_max_size": 100_000, "all_pairs_size": 10_000,
+         "recall_k": [100], "reps": 3, "reps_above": {100_000: 1}}
+    assert consolidation_runs(c, 10_000) == [("distinct", 20), ("distinct", 100), ("knn", 20), ("knn", 100)]
+    assert consolidation_runs(c, 100_000) == [("distinct", 20), ("knn", 20)]
+    assert consolidation_runs(c, 1_000_000) == [("distinct", 20)]  # knn left out above knn_max_size
+    assert consolidation_runs({"k": 5, "all_pairs_size": 1}, 10) == [("distinct", 5)]
+    assert [consolidation_reps(c, n) for n in (10_000, 100_000, 1_000_000)] == [3, 3, 1]
+    c["k"] = {"distinct": 10, "knn": 20}  # one k per generator
+    assert consolidation_runs(c, 100_000) == [("distinct", 10), ("knn", 20)]

@@ -37,6 +37,7 @@ from smartvector_bench.systems.smartvector.compact import PackedRagged
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_ripple, ripple_hits
 from smartvector_bench.core.settings import choice
+from smartvector_bench.systems.smartvector.distinct import distinct_pairs, word_rule_options
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
 from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
 
@@ -54,18 +55,18 @@ class ConsolidationParams:
     dependency_threshold: float = 0.35  # word Jaccard: the lower-authority chunk depends on the higher one
     transfer_dependencies: bool = True  # an edge to a superseded vector counts for its successor in force
     ripple: RippleParams = field(default_factory=RippleParams)
-    # None: compare all pairs (new x pool). k: judge only pairs where one vector is among the other's k
-    # nearest neighbours by cosine (FAISS, over the corpus vectors); contradictions and dependency edges
-    # outside those pairs are missed (smartvector_bench/tools/perf/consolidation.py measures how many).
+    # None: compare all pairs (new x pool). k: judge only the candidate pairs of ``candidate_pairs``; what lies
+    # outside them is missed (smartvector_bench/tools/perf/consolidation.py measures how much).
     candidates: int | None = None
     candidate_index: str = choice("ivf", "flat", "hnsw")  # ivf / hnsw: approximate kNN; flat: exact (quadratic)
-    # With candidates None: all pairs up to this many vectors, above it the ``auto_candidates`` nearest
-    # neighbours (None: all pairs at any size). All pairs holds an N x N product: about 8.6 GB at 10,000 vectors
-    # and 22 GB at 25,000 (results/perf); the default datasets (258 and 2,172 vectors) stay far below.
+    # knn: each vector's k nearest by cosine (a text's near-copies crowd out other texts); distinct: the k nearest
+    # groups of near-duplicates (cosine >= duplicate_cosine), rows matched by rare shared words (distinct.py).
+    candidate_pairs: str = choice("knn", "distinct")
+    duplicate_cosine: float = 0.95
+    # With candidates None: all pairs up to this many vectors, then ``auto_candidates`` (None: all pairs always).
+    # All pairs is an N x N product: ~8.6 GB at 10,000 vectors (results/perf); the default datasets have 258 and 2,172.
     all_pairs_max: int | None = 5000
-    # k of the automatic candidate path: at 10,000 vectors k = 100 found all 37 contradictions of all pairs
-    # (k = 20 found none; results/perf/summary.csv, smartvector_ann_k*).
-    auto_candidates: int = 100
+    auto_candidates: int = 100  # k of that path (knn at 10,000: k = 100 found every all-pairs contradiction, 20 none)
 
     def __post_init__(self) -> None:
         for key in ("candidates", "all_pairs_max"):
@@ -171,9 +172,13 @@ class ConsolidationAgent:
         self.timings: dict[str, float] = {}  # seconds of the last run's phases
 
     def candidate_pairs(self) -> tuple[np.ndarray, np.ndarray]:
-        """The k-nearest-neighbour pairs (i < j) over the corpus vectors, computed once."""
+        """The candidate pairs (i < j) over the corpus vectors (``candidate_pairs``: distinct or knn), computed
+        once."""
         if self._candidates is None:
-            self._candidates = knn_pairs(self.vectors, int(self.k), self.p.candidate_index)
+            self._candidates = (distinct_pairs(self.vectors, self.words, int(self.k), self.p.duplicate_cosine,
+                                               self.p.candidate_index, **word_rule_options(self.p, self.corpus.texts))
+                                if self.p.candidate_pairs == "distinct"
+                                else knn_pairs(self.vectors, int(self.k), self.p.candidate_index))
         return self._candidates
 
     # -- edges -----------------------------------------------------------------------------------------------

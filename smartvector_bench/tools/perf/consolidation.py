@@ -2,25 +2,38 @@
 (the latest query as_of), with candidate pairs from the vector index (``consolidation.candidates = k``) and,
 at small N, with all pairs, plus what the candidate path misses against all pairs.
 
-Rows (``case="consolidation"``; systems ``smartvector_ann_k{k}`` and ``smartvector_all_pairs``):
+Rows (``case="consolidation"``; systems ``smartvector_distinct_k{k}`` (near-duplicates collapsed,
+``consolidation.candidate_pairs=distinct``), ``smartvector_ann_k{k}`` (each vector's k nearest, ``knn``) and
+``smartvector_all_pairs``; ``vectors`` is ``synthetic`` on the default dataset, ``synthetic:<dataset>`` on
+another base dataset such as ``versioned_policies_large``):
 ``seconds`` (whole ``consolidate`` call, one row per repetition), ``candidates_s`` / ``contradictions_s`` /
 ``edges_s`` (phases of the agent's run, last repetition), ``pairs`` (candidate pairs), ``contradictions``,
-``edges`` (dependency edges as they count at serve time), ``peak_rss_mb`` (process peak so far); with
+``edges`` (dependency edges as they count at serve time), ``peak_rss_mb`` (peak RSS during each repetition,
+the dataset in memory included; on Linux the kernel's peak is reset before each one), ``rss_before_mb``
+(RSS when the repetition starts: the dataset and whatever else the process holds); with
 ``all_pairs``: ``missed_contradictions``, ``extra_contradictions``, ``missed_edges``, ``extra_edges``
-(unordered pairs; edges as detected, before transfer to the version in force) on the candidate system.
+(unordered pairs; edges as detected, before transfer to the version in force) and ``recall_contradictions`` /
+``recall_edges`` (found / all-pairs count, 1 when all pairs finds none) on the candidate system.
 
-    python -m smartvector_bench.tools.perf.consolidation -n 10000 -k 20 --all-pairs
+    python -m smartvector_bench.tools.perf.consolidation -n 10000 -k 20 --all-pairs [--pairs distinct knn]
+        [--dataset versioned_policies_large]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import resource
 import time
 
-import numpy as np
+from pathlib import Path
 
+import numpy as np
+from omegaconf import OmegaConf
+
+from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.smartvector.candidates import recall
 from smartvector_bench.systems.smartvector.consolidation import ConsolidationResult, consolidate
 from smartvector_bench.systems.smartvector.retriever import SmartVector
@@ -36,8 +49,32 @@ def default_smartvector_config() -> dict:
     return retriever_config("smartvector")
 
 
+def _reset_peak_rss() -> bool:
+    """Restart the kernel's peak-RSS count (Linux ``clear_refs`` 5), so that the peak read next is this run's
+    and not an earlier case's; False where that is not available."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _status_mb(field: str) -> float | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak RSS since the last :func:`_reset_peak_rss` (``VmHWM``), else the process's peak so far."""
+    peak = _status_mb("VmHWM")
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
 
 
 def detected_edges(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:
@@ -52,20 +89,25 @@ def contradiction_pairs(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarra
     return c[:, 0], c[:, 1]
 
 
-def _run(data, params, r, reps: int) -> tuple[list[float], ConsolidationResult]:
+def _run(data, params, r, reps: int) -> tuple[list[float], list[float], ConsolidationResult]:
+    """Seconds and (peak RSS, RSS before) in MB of each repetition, and the last result."""
     at = float(np.max(data.queries.as_of))
-    seconds, res = [], None
+    seconds, peaks, res = [], [], None
     for _ in range(max(1, reps)):
         res = None  # free the previous repetition's store first
+        gc.collect()
+        _reset_peak_rss()
+        before = _status_mb("VmRSS")
         t = time.perf_counter()
         res = consolidate(data.corpus, at, params, data.corpus_vectors, r.conf_params, r.store_params)
         seconds.append(time.perf_counter() - t)
-    return seconds, res
+        peaks.append((_peak_rss_mb(), before))
+    return seconds, peaks, res
 
 
 def _measure(system: str, data, vectors: str, params, r, reps: int, note: str) -> tuple[list[Row], ConsolidationResult]:
     n = len(data.corpus)
-    seconds, res = _run(data, params, r, reps)
+    seconds, peaks, res = _run(data, params, r, reps)
     out = rows("consolidation", system, n, vectors, "seconds", seconds, "s", note)
     for phase, value in res.agent.timings.items():
         out += rows("consolidation", system, n, vectors, phase, value, "s", note)
@@ -74,30 +116,49 @@ def _measure(system: str, data, vectors: str, params, r, reps: int, note: str) -
     out += rows("consolidation", system, n, vectors, "contradictions", len(res.contradictions), "pairs", note)
     out += rows("consolidation", system, n, vectors, "edges", int(res.depends_on.indices.size), "edges", note)
     out += rows("consolidation", system, n, vectors, "detected_edges", len(detected_edges(res)[0]), "edges", note)
-    out += rows("consolidation", system, n, vectors, "peak_rss_mb", _peak_rss_mb(), "MB", note)
+    out += rows("consolidation", system, n, vectors, "peak_rss_mb", [p for p, _ in peaks], "MB", note)
+    if all(b is not None for _, b in peaks):  # what the process held before the run (the dataset, the model)
+        out += rows("consolidation", system, n, vectors, "rss_before_mb", [b for _, b in peaks], "MB", note)
     return out, res
 
 
+SYSTEMS = {"distinct": "smartvector_distinct_k{k}", "knn": "smartvector_ann_k{k}"}
+
+
+def dataset_config(name: str | None) -> dict | None:
+    """The base dataset config ``conf/dataset/<name>.yaml`` for :func:`scale_dataset` (None: the default)."""
+    if not name:
+        return None
+    path = Path(CONF_DIR) / "dataset" / f"{name}.yaml"
+    if not path.is_file():
+        raise BenchError(f"consolidation dataset {name!r}: no {path}")
+    return OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+
+
 def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = False,
-                        index: str | None = None) -> list[Row]:
-    """Consolidation of ``data`` (a ScaleData) with the default smartvector config, candidates = ``k``
-    (``index``: the candidate index, default the config's); ``all_pairs`` adds the all-pairs run and the
-    recall rows (use at 10K or less: all pairs is quadratic)."""
+                        index: str | None = None, pairs: str = "distinct", vectors: str | None = None) -> list[Row]:
+    """Consolidation of ``data`` (a ScaleData) with the default smartvector config, candidates = ``k`` from the
+    ``pairs`` generator (``consolidation.candidate_pairs``; ``index``: the candidate index, default the
+    config's); ``all_pairs`` adds the all-pairs run and the recall rows (use at 10K or less: all pairs is
+    quadratic). ``vectors``: the rows' label (default the vector kind, ``data.info["vectors"]``)."""
+    if pairs not in SYSTEMS:
+        raise BenchError(f"consolidation pairs {pairs!r}: unknown; allowed: {', '.join(SYSTEMS)}")
     r = SmartVector(**default_smartvector_config())
-    vectors = str(data.info.get("vectors", "synthetic"))
-    params = dataclasses.replace(r.cons_params, candidates=int(k), **({"candidate_index": index} if index else {}))
-    system = f"smartvector_ann_k{k}"
+    vectors = vectors or str(data.info.get("vectors", "synthetic"))
+    params = dataclasses.replace(r.cons_params, candidates=int(k), candidate_pairs=pairs,
+                                 **({"candidate_index": index} if index else {}))
+    system = SYSTEMS[pairs].format(k=k)
     note = f"detector={params.detector} index={params.candidate_index}"
     out, ann = _measure(system, data, vectors, params, r, reps, note)
     if all_pairs:
         key = (id(data), reps, params.detector)
-        if key not in _ALL_PAIRS:  # one all-pairs run per dataset serves several k
+        if key not in _ALL_PAIRS:  # one all-pairs run per dataset serves several k (its rows given once)
             _ALL_PAIRS.clear()
             _ALL_PAIRS[key] = _measure("smartvector_all_pairs", data, vectors,
                                        dataclasses.replace(params, candidates=None, all_pairs_max=None), r, reps,
                                        f"detector={params.detector}")
-        full_rows, full = _ALL_PAIRS[key]
-        out += full_rows
+            out += _ALL_PAIRS[key][0]
+        full = _ALL_PAIRS[key][1]
         n = len(data.corpus)
         for what, ref, got in (("contradictions", contradiction_pairs(full), contradiction_pairs(ann)),
                                ("edges", detected_edges(full), detected_edges(ann))):
@@ -105,6 +166,7 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
             out += rows("consolidation", system, n, vectors, f"missed_{what}", rc.missed, "pairs", note)
             out += rows("consolidation", system, n, vectors, f"extra_{what}", rc.extra, "pairs", note)
             out += rows("consolidation", system, n, vectors, f"found_{what}", rc.found, "pairs", note)
+            out += rows("consolidation", system, n, vectors, f"recall_{what}", rc.recall, "share", note)
     return out
 
 
@@ -117,13 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--index", default=None)
     ap.add_argument("--all-pairs", action="store_true")
+    ap.add_argument("--pairs", nargs="+", default=["distinct"], choices=tuple(SYSTEMS))
+    ap.add_argument("--dataset", default=None, help="base dataset (conf/dataset/NAME.yaml); default the default")
     args = ap.parse_args(argv)
-    data = scale_dataset(args.n, seed=args.seed)
-    for i, k in enumerate(args.k):
-        for row in bench_consolidation(data, args.reps, k, args.all_pairs, args.index):
-            if i and row.system == "smartvector_all_pairs":
-                continue
-            print(f"{row.system:24s} {row.metric:24s} {row.rep:3d} {row.value:14.3f} {row.unit}")
+    data = scale_dataset(args.n, seed=args.seed, dataset_cfg=dataset_config(args.dataset))
+    for k in args.k:
+        for pairs in args.pairs:
+            label = f"synthetic:{args.dataset}" if args.dataset else None
+            for row in bench_consolidation(data, args.reps, k, args.all_pairs, args.index, pairs, label):
+                print(f"{row.system:24s} {row.metric:24s} {row.rep:3d} {row.value:14.3f} {row.unit}", flush=True)
     return 0
 
 
