@@ -107,6 +107,8 @@ def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
     stored, qv, as_of, c, _ = near_queries(3, 3000, 150, 8)
     ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 5)
     assert len(rest) == 0 and (want[:, 0] >= 0).all()
+    assert fk.SERIAL_BELOW > 3
+    check(Scorer(), stored, qv[:3], as_of[:3], c, 5)  # a block of few queries: the serial pass
 
 
 def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch):

@@ -28,6 +28,8 @@ left to the caller's float64 path. Certified answers are the specification's top
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from numba import njit, prange
 
@@ -212,29 +214,39 @@ class Prepared:
         return (*self.f, *self.t.values())
 
 
-def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarray, wts: np.ndarray,
-         consts: np.ndarray, flags: np.ndarray, kept: int):
-    """The float32 pass for query rows ``rows`` of the group: (key, index, cosine) heaps, each (len(rows), kept)."""
-    nq, n = len(rows), len(stored)
-    hk = np.full((nq, kept), -np.inf, dtype=np.float32)
-    hi = np.full((nq, kept), -1, dtype=np.int64)
-    hc = np.zeros((nq, kept), dtype=np.float32)
-    qf = np.ascontiguousarray(queries[rows], dtype=np.float32)
-    q_block = min(nq, Q_BLOCK)
-    width = min(n, WIDTH)
+# the same pass without a parallel region, for a block of a few queries (latency calls): waking threads for
+# one row costs more than the row
+scan_block_serial = njit(scan_block.py_func, cache=True, fastmath={"contract", "nsz", "arcp"})
+SERIAL_BELOW = 8  # query rows per block below which the serial pass is used
+
+
+def cosine_blocks(stored: np.ndarray, qf: np.ndarray):
+    """(query slice, first vector, float32 cosine block) over ``Q_BLOCK`` x ``WIDTH`` blocks, one BLAS product
+    each (the full-size blocks reuse one buffer: no page faults per block; a block is valid until the next)."""
+    nq, n = len(qf), len(stored)
+    q_block, width = min(nq, Q_BLOCK), min(n, WIDTH)
     out = np.empty((q_block, width), dtype=np.float32)
-    t, a_t, a_c = prep.as_of[rows], prep.a_t[rows], prep.a_c[rows]
-    vec = prep.vector_args()
     for q0 in range(0, nq, q_block):
         qs = slice(q0, min(nq, q0 + q_block))
         for j0 in range(0, n, width):
             blk = stored[j0:j0 + width]
-            if qs.stop - qs.start == q_block and len(blk) == width:
-                cos = np.matmul(qf[qs], blk.T, out=out)  # the buffer is reused: no page faults per block
-            else:
-                cos = qf[qs] @ blk.T
-            scan_block(cos, j0, t[qs], a_t[qs], a_c[qs], *(v[j0:j0 + width] for v in vec), wts, consts, flags,
-                       hk[qs], hi[qs], hc[qs])
+            full = qs.stop - qs.start == q_block and len(blk) == width
+            yield qs, j0, np.matmul(qf[qs], blk.T, out=out) if full else qf[qs] @ blk.T
+
+
+def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarray, wts: np.ndarray,
+         consts: np.ndarray, flags: np.ndarray, kept: int):
+    """The float32 pass for query rows ``rows`` of the group: (key, index, cosine) heaps, each (len(rows), kept)."""
+    nq = len(rows)
+    hk = np.full((nq, kept), -np.inf, dtype=np.float32)
+    hi = np.full((nq, kept), -1, dtype=np.int64)
+    hc = np.zeros((nq, kept), dtype=np.float32)
+    t, a_t, a_c = prep.as_of[rows], prep.a_t[rows], prep.a_c[rows]
+    vec = prep.vector_args()
+    for qs, j0, cos in cosine_blocks(stored, np.ascontiguousarray(queries[rows], dtype=np.float32)):
+        cols = (v[j0:j0 + cos.shape[1]] for v in vec)
+        kernel = scan_block if len(cos) >= SERIAL_BELOW else scan_block_serial
+        kernel(cos, j0, t[qs], a_t[qs], a_c[qs], *cols, wts, consts, flags, hk[qs], hi[qs], hc[qs])
     return hk, hi, hc
 
 
@@ -257,10 +269,28 @@ def rescore(sv, cols: Columns, hk, hi, hc, as_of: np.ndarray, k: int, e_key: flo
     return ranked, top, conf_top, certified
 
 
+class _Clock:
+    """Adds each call's seconds under its step name to ``seconds`` (when given) and counts the calls."""
+
+    def __init__(self, seconds: dict | None):
+        self.seconds = seconds
+
+    def __call__(self, step: str, fn, *args):
+        if self.seconds is None:
+            return fn(*args)
+        t = time.perf_counter()
+        out = fn(*args)
+        self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - t
+        self.seconds[step + "_calls"] = self.seconds.get(step + "_calls", 0) + 1
+        return out
+
+
 def exhaustive_top_k_f32(sv, cols: Columns, stored: np.ndarray, queries: np.ndarray, as_of: np.ndarray, k: int,
-                         extra: int = EXTRA):
+                         extra: int = EXTRA, seconds: dict | None = None):
     """(ranked (Q, k) corpus indices, -1 padded; their fused scores, NaN padded; the top hit's C; the query rows
-    left uncertified at ``MAX_KEPT`` candidates, for the caller's float64 path) of every stored vector."""
+    left uncertified at ``MAX_KEPT`` candidates, for the caller's float64 path) of every stored vector.
+    ``seconds``: if given, the time of each step (prepare, scan, rescore) and the scans run are added to it."""
+    clock = _Clock(seconds)
     nq = len(queries)
     w, tp, cp, pol = sv.weights, sv.temporal, sv.conf_params, sv.policy
     need_conf = pol.reported_confidence == "live_confidence"
@@ -282,11 +312,11 @@ def exhaustive_top_k_f32(sv, cols: Columns, stored: np.ndarray, queries: np.ndar
     fp = {"t_half": tp.half_life_days, "c_half": cp.half_life_days, "w_total": w.total()}
     pending = []
     for group in query_groups(as_of, min(tp.half_life_days, cp.half_life_days)):
-        prep = Prepared(cols, as_of[group], fp, flags)
+        prep = clock("prepare", Prepared, cols, as_of[group], fp, flags)
         rows, kept = np.arange(len(group)), k + extra
         while rows.size:
-            hk, hi, hc = scan(stored, queries[group], prep, rows, wts, consts, kflags, kept)
-            r, s, c, ok = rescore(sv, cols, hk, hi, hc, as_of[group[rows]], k, e_key, need_conf)
+            hk, hi, hc = clock("scan", scan, stored, queries[group], prep, rows, wts, consts, kflags, kept)
+            r, s, c, ok = clock("rescore", rescore, sv, cols, hk, hi, hc, as_of[group[rows]], k, e_key, need_conf)
             done = group[rows[ok]]
             ranked[done], top[done], conf_top[done] = r[ok], s[ok], c[ok]
             rows, kept = rows[~ok], kept * 4
