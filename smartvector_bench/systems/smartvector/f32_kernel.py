@@ -222,15 +222,19 @@ SERIAL_BELOW = 8  # query rows per block below which the serial pass is used
 
 def cosine_blocks(stored: np.ndarray, qf: np.ndarray):
     """(query slice, first vector, float32 cosine block) over ``Q_BLOCK`` x ``WIDTH`` blocks, one BLAS product
-    each (the full-size blocks reuse one buffer: no page faults per block; a block is valid until the next)."""
+    each (full-size blocks of many queries reuse one buffer: no page faults per block; a block is valid until
+    the next)."""
     nq, n = len(qf), len(stored)
-    q_block, width = min(nq, Q_BLOCK), min(n, WIDTH)
+    q_block = min(nq, Q_BLOCK)
+    # fewer queries, wider blocks: each hand-off between BLAS's threads and numba's costs a wake-up
+    width = min(n, max(WIDTH, Q_BLOCK * WIDTH // max(q_block, 1)))
     out = np.empty((q_block, width), dtype=np.float32)
     for q0 in range(0, nq, q_block):
         qs = slice(q0, min(nq, q0 + q_block))
         for j0 in range(0, n, width):
             blk = stored[j0:j0 + width]
-            full = qs.stop - qs.start == q_block and len(blk) == width
+            # a few rows into a given buffer take OpenBLAS's threaded gemm (a thread wake-up per call), not gemv
+            full = qs.stop - qs.start == q_block >= SERIAL_BELOW and len(blk) == width
             yield qs, j0, np.matmul(qf[qs], blk.T, out=out) if full else qf[qs] @ blk.T
 
 
