@@ -62,7 +62,7 @@ def rounding_bound(weights, expired: float, cmin: float, base_max: float, fb_max
     rel_w = abs(rel_max) / weights.total()
     t_max = max(1.0, abs(expired))
     e_t = U32 * max(3.0, abs(expired))
-    sum1 = max(1.0, abs(base_max)) + abs(fb_max)
+    sum1 = max(1.0, abs(base_max), abs(cmin)) + abs(fb_max)  # |max(decayed, c_min) + fb|
     c_max = max(1.0, abs(cmin))
     e_c = U32 * (4.0 * abs(base_max) + 2.0 * abs(cmin) + abs(fb_max) + sum1 + abs(access_max) + c_max +
                  abs(access_max))
