@@ -40,7 +40,7 @@ CLIP = 100.0  # per-vector time exponents are clipped to [-CLIP, 1]
 SPAN = 70.0  # a query group spans at most SPAN half-lives of as_of: 2^(SPAN - CLIP) is below 1e-9
 MARGIN = 1.25  # the bound's first-order terms times this covers the second-order ones and float64's rounding
 # A block is Q_BLOCK x WIDTH float32 cosines (32 MB): large, because every block hands the cores from BLAS's
-# threads to numba's and back (a (1024, 2048) block took ~1.4x as long per batch on two cores)
+# threads to numba's and back, and each hand-off wakes threads
 WIDTH = 8192  # vectors per block
 Q_BLOCK = 1024  # queries per BLAS product
 CHUNK = 256  # keys per selection test (a chunk is scanned only if one of its keys beats the heap's root)
