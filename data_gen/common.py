@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .catalog import TOPICS, Topic
-from .catalog.base import Scope
+from . import catalog
+from .catalog.base import Scope, Topic
 
 
 def seeded_rng(seed: int, *purpose: str) -> np.random.Generator:
@@ -52,4 +52,4 @@ class FamilySpec:
 
 
 def catalog_families() -> list[FamilySpec]:
-    return [FamilySpec(t, s, j) for t in TOPICS for j, s in enumerate(t.scopes)]
+    return [FamilySpec(t, s, j) for t in catalog.TOPICS for j, s in enumerate(t.scopes)]

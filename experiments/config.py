@@ -9,15 +9,40 @@ check (top-level keys, every configured system, the experiment by name) is ``sma
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from data_gen.params import params_from_config
 from smartvector_bench.core.embedding import validate_embedder
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.settings import section
 from smartvector_bench.systems import configured
 from smartvector_bench.systems.base import ChecksDataset, ReadsLabels
 
 DATASET_FOLDER = "a folder with corpus.jsonl, queries.jsonl, qrels/ and manifest.json"
+
+
+@dataclass(frozen=True)
+class ExperimentSettings:
+    """The ``experiment.*`` keys the experiments share. A subclass gives ``name`` its experiment's default (the one
+    value :func:`experiment_settings` accepts), may change the other defaults, and adds its own keys."""
+
+    name: str = ""
+    k: int = 10              # ranks kept per query
+    n_boot: int = 1000       # bootstrap resamples of each interval
+    bootstrap_seed: int = 0
+    progress: bool = True    # progress bars on stderr
+
+
+def experiment_settings(cls: type, exp: dict | None, nested: dict | None = None):
+    """``cls`` (an :class:`ExperimentSettings`) from ``cfg["experiment"]``, every key checked by ``section``
+    (errors name ``experiment.<key>``); ``experiment.name`` must be the class's own."""
+    s = section(cls, exp, "experiment", nested=nested)
+    own = next(f.default for f in dataclasses.fields(cls) if f.name == "name")
+    if s.name != own:
+        raise BenchError(f"experiment.name={s.name}: this module runs {own} only")
+    return s
 
 
 def chosen_systems(cfg: dict) -> list[str]:

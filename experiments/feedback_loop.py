@@ -41,8 +41,10 @@ from smartvector_bench.systems.smartvector.replay import (
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
 from smartvector_bench.systems.plain_cosine import PlainCosine
+from smartvector_bench.systems.valid_cosine import cosine_confidence
 from smartvector_bench.core.run import Run, rank_by_score
-from experiments.config import check_dataset, check_embedder, check_systems_on
+from experiments.config import (check_dataset, check_embedder, check_systems_on, experiment_settings,
+                                ExperimentSettings)
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.smartvector.store import VectorStore
 from smartvector_bench.core.timeutil import format_iso, from_days
@@ -57,8 +59,7 @@ def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
     confidence is plain_cosine's own: the top-1 cosine, here of the first chunk that exists, clipped to [0, 1]."""
     exists = (run.ranked >= 0) & (created_at[np.maximum(run.ranked, 0)] <= t)
     ranked, top = rank_by_score(np.where(exists, run.scores, -np.inf), k, candidates=run.ranked)
-    conf = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
-    return Run(run.system, ranked, top, conf)
+    return Run(run.system, ranked, top, cosine_confidence(ranked, top))
 
 
 def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
@@ -66,17 +67,14 @@ def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class FeedbackSettings:
+class FeedbackSettings(ExperimentSettings):
     """``experiment.*`` of experiment=feedback_loop (conf/experiment/feedback_loop.yaml)."""
 
     POSITIVE = ("k", "n_boot", "ece_bins")
 
     name: str = "feedback_loop"
-    k: int = 10
     n_boot: int = 200
-    bootstrap_seed: int = 0
     ece_bins: int = 10
-    progress: bool = True
 
 
 def validate(cfg: dict) -> tuple[FeedbackSettings, ReplayParams]:
@@ -86,9 +84,7 @@ def validate(cfg: dict) -> tuple[FeedbackSettings, ReplayParams]:
     for key in ("p_correct", "p_accept"):
         if getattr(params, key) > 1:
             raise BenchError(f"experiment.replay.{key}={getattr(params, key)}: must be a probability in [0, 1]")
-    s = section(FeedbackSettings, exp, "experiment")
-    if s.name != "feedback_loop":
-        raise BenchError(f"experiment.name={s.name}: this module runs feedback_loop only")
+    s = experiment_settings(FeedbackSettings, exp)
     if "smartvector" not in (cfg.get("retrievers") or {}):
         raise BenchError("retrievers.smartvector: missing; experiment=feedback_loop replays SmartVector")
     live_system(cfg)

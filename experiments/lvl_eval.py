@@ -31,22 +31,20 @@ theirs whose generator wrote down every edit):
 ``documents.jsonl`` and ``edits.jsonl`` are checked against their sha256 in the dataset's ``manifest.json``.
 
 Writes, in ``out_dir``: ``lvl_eval_reembed.csv`` (one row per document and version step),
-``lvl_eval_latency.csv`` (one row per timed repetition), PNG plots when matplotlib is importable,
+``lvl_eval_latency.csv`` (one row per timed repetition),
 ``lvl_eval.md`` and the same ``table.md`` (printed by the CLI) and, last, ``lvl_eval.json``. Everything is
 validated before the first file is written; every file is written atomically.
 
 Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.lvl_corpus``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
-``smartvector_bench.core.metrics.summary``); the claims and verdict rules are in
-``smartvector_bench.core.verdicts.lvl_rules``, the table in ``smartvector_bench.core.report_lvl``, and the paper figure
-in ``paper_figures/fig_lvl_eval.py``. This module validates, runs and writes.
+``smartvector_bench.core.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluator``); the
+claims and verdict rules are in ``smartvector_bench.core.verdicts.lvl_rules``, the table in
+``smartvector_bench.core.report_lvl``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
+validates, runs and writes.
 """
 
 from __future__ import annotations
 
-from __future__ import annotations
-
-import io
 import os
 import shutil
 import sys
@@ -63,7 +61,7 @@ from experiments.lvl_lake import Timed, ingest_all, lake_rows, latency_rows, lat
 from experiments.lvl_scoring import change_detection, ingest_section, reembedding, temporal_section
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_text
+from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.lvl_corpus import LVL_FILES, load_versions
@@ -71,33 +69,31 @@ from smartvector_bench.core.metrics.summary import ratio
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.report_lvl import SERIES, csv_text, render
 from smartvector_bench.core.results import LvlEval
-from smartvector_bench.core.settings import choice, section
+from smartvector_bench.core.settings import choice
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
-from experiments.config import check_embedder
+from experiments.config import ExperimentSettings, check_embedder, experiment_settings
+
+
+# The run draws no figure: paper_figures/fig_lvl_eval.py draws them from lvl_eval.json alone.
+PLOTS = {"files": [], "note": "figures are drawn from lvl_eval.json by paper_figures/fig_lvl_eval.py"}
 
 
 # -- settings --------------------------------------------------------------------------------------------------
 
-@dataclass
-class LvlEvalSettings:
+@dataclass(frozen=True)
+class LvlEvalSettings(ExperimentSettings):
     POSITIVE = ("k", "repeats", "n_boot")
 
     name: str = "lvl_eval"
-    k: int = 10
     repeats: int = 5
-    n_boot: int = 1000
-    bootstrap_seed: int = 0
     lake_path: str | None = None
     hot_index: str = choice("flat", "hnsw")
-    progress: bool = True
 
 
 def settings(exp: dict | None) -> LvlEvalSettings:
     """Validate ``cfg["experiment"]``; every error names ``experiment.<key>`` and what is allowed."""
-    s = section(LvlEvalSettings, exp, "experiment")
-    if s.name != "lvl_eval":
-        raise BenchError(f"experiment.name={s.name}: this module runs lvl_eval only")
+    s = experiment_settings(LvlEvalSettings, exp)
     if s.k < 10:
         raise BenchError(f"experiment.k={s.k}: must be >= 10 (MRR@10 needs ten ranks)")
     if s.lake_path is not None:
@@ -251,7 +247,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     atomic_write_text(out_dir / "lvl_eval_latency.csv", csv_text(lat_rows, [
         "series", "mode", "query_id", "category", "repeat", "seconds"]))
     result["csv_files"] = ["lvl_eval_reembed.csv", "lvl_eval_latency.csv"]
-    result["plots"] = plot(result, out_dir)
+    result["plots"] = PLOTS
     timings["total"] = time.perf_counter() - t_start
     result["timings_s"] = {k_: round(v_, 3) for k_, v_ in timings.items()}  # wall time, informational
     result["provenance"] = provenance(cfg)
@@ -261,57 +257,6 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     atomic_write_text(out_dir / "table.md", table)
     saved.save(out_dir / LvlEval.FILE)
     return result
-
-
-def plot(result: dict, out_dir: Path) -> dict:
-    """PNG plots of this run beside its CSV files; a missing or failing matplotlib costs the run no result."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {"files": [], "note": "matplotlib is not importable; PNG plots skipped (the CSV files hold the data)"}
-    files = []
-    try:
-        rows = result["reembedding"]["per_document"]
-        steps = list(result["reembedding"]["by_step"])
-        fig, ax = plt.subplots(figsize=(7, 4))
-        data = [[100 * r["share"] for r in rows if r["step"] == s and r["share"] is not None] for s in steps]
-        ax.boxplot(data, showmeans=True)
-        ax.set_xticks(range(1, len(steps) + 1))
-        ax.set_xticklabels(steps)
-        ax.axhspan(10, 15, color="tab:orange", alpha=0.2, label="paper: 10-15%")
-        ax.set_ylabel("paragraphs re-embedded (% of the new version)")
-        ax.set_title("Re-embedding share per document and version step")
-        ax.legend()
-        files.append(_save_png(plt, fig, out_dir, "lvl_eval_reembed.png"))
-        fig, ax = plt.subplots(figsize=(7, 4))
-        for series in SERIES:
-            s = result["latency"]["samples"].get(series)
-            if s and s["with_embedding_s"]:
-                x = np.sort(np.asarray(s["with_embedding_s"], dtype=float).reshape(-1) * 1000)
-                ax.plot(x, np.arange(1, len(x) + 1) / len(x), label=f"{series} (with embedding)")
-        for y, c in ((65, "tab:blue"), (1200, "tab:red")):
-            ax.axvline(y, color=c, ls="--", lw=1)
-        ax.set_xscale("log")
-        ax.set_xlabel("ms (log)")
-        ax.set_ylabel("share of queries x repetitions")
-        ax.set_title("Query latency (dashed: paper p50 hot 65 ms, cold 1.2 s)")
-        ax.legend()
-        files.append(_save_png(plt, fig, out_dir, "lvl_eval_latency.png"))
-    except Exception as exc:  # noqa: BLE001 - a plot must never cost the run its results
-        return {"files": files, "note": f"plotting failed ({type(exc).__name__}: {exc})"}
-    return {"files": files, "note": "matplotlib plots"}
-
-
-def _save_png(plt, fig, out_dir: Path, name: str) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    atomic_write_bytes(out_dir / name, buf.getvalue())
-    return name
-
 
 
 def _loadavg() -> list[float] | None:

@@ -2,7 +2,10 @@
 change detection, the mapping of returned lake rows to corpus rows, and temporal accuracy.
 
 Every function reads what ``experiments/lvl_lake.py`` recorded while driving the lake (``Ingested``,
-``LakeRows``, the hits of ``time_queries``); the formulas are in ``smartvector_bench.core.metrics``.
+``LakeRows``, the hits of ``time_queries``); the formulas are in ``smartvector_bench.core.metrics``. Returned
+rows are judged by the shared evaluator (``smartvector_bench.core.evaluator.judge_sets``: a lake row stands for
+the set of corpus rows ``CorpusMap`` gives, and top-1 / MRR@k / recall@k come from its ``rank_summary``); only
+the lake's own window check is scored here.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from collections import Counter
 import numpy as np
 
 from experiments.lvl_lake import Ingested, LakeRows
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.evaluator import judge_sets, rank_summary
 from smartvector_bench.core.lvl_corpus import EMBED_CLASSES, POSITION_CLASSES, DocVersion
-from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
-from smartvector_bench.core.metrics.summary import (first_relevant_rank, latency_stats, prf, ratio, rounded,
-                                                   share_stats)
+from smartvector_bench.core.metrics.summary import latency_stats, prf, ratio, rounded, share_stats
+from smartvector_bench.core.report_lvl import SERIES
 from smartvector_bench.systems.livevectorlake.cold import to_us
 from smartvector_bench.systems.updates import chunk_hash
 
@@ -234,73 +238,65 @@ class CorpusMap:
                 if c.valid_from[i] <= as_of < c.valid_to[i]]
 
 
+def _lake_window_holds(hit, t_us: int) -> bool:
+    """The lake's own window of a returned row (microseconds, open-ended when valid_to is not finite) holds t."""
+    return to_us(hit.valid_from) <= t_us and (not np.isfinite(hit.valid_to) or t_us < to_us(hit.valid_to))
+
+
 def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusMap, k: int) -> dict:
-    """Per query: rank of the first returned row that maps to a relevant corpus row (qrels score >= 1; on an
-    lvl_corpus, the fact row in force at ``as_of``), and the leakage of every returned row. ``gold`` names the
-    query's best relevant row (``queries.gold``), ``relevant`` all of them."""
-    records = []
-    returned = outside_lake = outside_corpus = 0
-    for q, hits in zip(qidx.tolist(), hits_per_query):
+    """Map every query's first ``k`` returned lake rows to corpus rows and judge them through the evaluator's
+    set-valued relevance (``judge_sets``: rank of the first row that maps to a relevant corpus row, qrels score
+    >= 1; on an lvl_corpus, the fact row in force at ``as_of``). Also counts the returned rows whose window
+    excludes ``as_of`` by the lake's own valid_from / valid_to (LVL's leakage) and by the corpus (a row mapping
+    to no corpus row). ``gold`` in a record names the query's best relevant row (``queries.gold``), ``relevant``
+    all of them; ``judged`` holds the evaluator's per-query arrays, aligned to ``records``."""
+    qs = [int(q) for q in np.asarray(qidx).tolist()]
+    if len(qs) != len(hits_per_query):
+        raise BenchError(f"{len(hits_per_query)} hit lists for {len(qs)} queries")
+    mapped = []
+    outside_lake = 0
+    for q, hits in zip(qs, hits_per_query):
         as_of = float(queries.as_of[q])
-        t_us = to_us(as_of)
-        gold = int(queries.gold[q])
-        relevant = {int(i) for i in queries.relevant.row(q)}
-        rows_per_hit = [cmap.rows(h.doc_id, h.text, as_of) for h in hits[:k]]
-        mapped = [[cmap.corpus.ids[i] for i in rows] for rows in rows_per_hit]
-        for h, rows in zip(hits[:k], rows_per_hit):
-            returned += 1
-            lake_ok = to_us(h.valid_from) <= t_us and (not np.isfinite(h.valid_to) or t_us < to_us(h.valid_to))
-            outside_lake += not lake_ok
-            outside_corpus += not rows
-        rank = first_relevant_rank(rows_per_hit, relevant)
+        mapped.append([cmap.rows(h.doc_id, h.text, as_of) for h in hits[:k]])
+        outside_lake += sum(not _lake_window_holds(h, to_us(as_of)) for h in hits[:k])
+    judged = judge_sets(mapped, queries, k, qidx=np.asarray(qs, dtype=np.int64))
+    ids = cmap.corpus.ids
+    records = []
+    for i, q in enumerate(qs):
+        rank = int(judged["rank"][i]) or None
         records.append({"query_id": queries.ids[q], "category": str(queries.category[q]),
-                        "as_of": as_of, "gold": cmap.corpus.ids[gold],
-                        "relevant": [cmap.corpus.ids[i] for i in queries.relevant.row(q).tolist()],
-                        "top1": mapped[0] if mapped else [], "gold_rank": rank,
-                        "correct": rank == 1, "rr": 1.0 / rank if rank else 0.0})
-    return {"records": records, "returned": returned, "outside_window_lake": outside_lake,
-            "outside_window_corpus": outside_corpus}
-
-
-def accuracy(records: list[dict], k: int, n_boot: int, seed: int) -> dict:
-    """Top-1, MRR@k and recall@k over judged records, the first two with 95% bootstrap CIs."""
-    correct = np.array([r["correct"] for r in records], dtype=np.float64)
-    rr = np.array([r["rr"] for r in records], dtype=np.float64)
-    found = np.array([r["gold_rank"] is not None for r in records], dtype=np.float64)
-    if not len(records):
-        return {"n": 0}
-    c_lo, c_hi = bootstrap_mean_ci(correct, n_boot=n_boot, seed=seed)
-    m_lo, m_hi = bootstrap_mean_ci(rr, n_boot=n_boot, seed=seed)
-    return {"n": len(records), "top1": rounded(correct.mean()), "top1_ci": [rounded(c_lo), rounded(c_hi)],
-            "correct": int(correct.sum()), f"mrr@{k}": rounded(rr.mean()), f"mrr@{k}_ci": [rounded(m_lo), rounded(m_hi)],
-            f"recall@{k}": rounded(found.mean())}
+                        "as_of": float(queries.as_of[q]), "gold": ids[int(queries.gold[q])],
+                        "relevant": [ids[r] for r in queries.relevant.row(q).tolist()],
+                        "top1": [ids[r] for r in mapped[i][0]] if mapped[i] else [], "gold_rank": rank,
+                        "correct": bool(judged["correct"][i]), "rr": float(judged["rr"][i])})
+    return {"records": records, "judged": judged, "returned": int(judged["n_hits"].sum()),
+            "outside_window_lake": int(outside_lake), "outside_window_corpus": int(judged["n_unmapped"].sum())}
 
 
 def temporal_section(first_hits: dict[str, list], queries, groups: dict[str, np.ndarray], corpus, k: int,
                      n_boot: int, seed: int) -> dict:
-    """The JSON's ``temporal``: accuracy of the first repetition's hits per category, and temporal leakage."""
-    cmap = CorpusMap(corpus)
-    judged = {series: judge_queries(first_hits[series], queries, groups[series], cmap, k)
-              for series in ("hot", "cold_cached", "cold_uncached")}
-    records = judged["hot"]["records"] + judged["cold_cached"]["records"]
-    returned = sum(j["returned"] for j in judged.values())
-    out_lake = sum(j["outside_window_lake"] for j in judged.values())
-    out_corpus = sum(j["outside_window_corpus"] for j in judged.values())
+    """The JSON's ``temporal``: accuracy of the first repetition's hits per category (the evaluator's
+    ``rank_summary``, a plain per-query bootstrap), and temporal leakage."""
+    qidx = np.concatenate([np.asarray(groups[s], dtype=np.int64) for s in SERIES])
+    j = judge_queries([h for s in SERIES for h in first_hits[s]], queries, qidx, CorpusMap(corpus), k)
+    first = np.repeat(SERIES, [len(groups[s]) for s in SERIES]) != "cold_uncached"  # hot + cold_cached: each query once
+    historical = np.asarray(queries.category).astype(str)[qidx] == "historical"
+    returned, out_lake, out_corpus = j["returned"], j["outside_window_lake"], j["outside_window_corpus"]
     return {
         "definition": (f"the first repetition's top-{k} rows of each query (query_only); a row is mapped to the "
                        "corpus rows of the same doc_id and normalised text whose window contains the query's as_of; "
                        "top-1 correct when the first row maps to a row of the query's relevant set (qrels score "
                        ">= 1: the fact row in force at as_of); MRR@k over the first relevant hit"),
-        "current": accuracy([r for r in records if r["category"] != "historical"], k, n_boot, seed),
-        "historical": accuracy([r for r in records if r["category"] == "historical"], k, n_boot, seed),
-        "historical_uncached_cold": accuracy(judged["cold_uncached"]["records"], k, n_boot, seed),
+        "current": rank_summary(j["judged"], k, n_boot, seed, select=first & ~historical),
+        "historical": rank_summary(j["judged"], k, n_boot, seed, select=first & historical),
+        "historical_uncached_cold": rank_summary(j["judged"], k, n_boot, seed, select=~first),
         "leakage": {"returned": returned, "outside_window_lake": out_lake, "outside_window_corpus": out_corpus,
                     "share_lake": ratio(out_lake, returned) if returned else None,
                     "share_corpus": ratio(out_corpus, returned) if returned else None,
                     "definition": ("returned rows (all three series) whose window excludes as_of: by the lake's "
                                    "valid_from/valid_to, and by the corpus (no corpus row of that doc_id and text is "
                                    "valid at as_of)")},
-        "per_query": records,
+        "per_query": [r for r, f in zip(j["records"], first) if f],
     }
 
 

@@ -30,10 +30,9 @@ from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
 from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
-from smartvector_bench.core.settings import section
 from smartvector_bench.core.timeutil import format_iso, from_days
 from experiments.config import (  # noqa: F401 - re-exported
-    check_dataset, check_embedder, check_systems_on, chosen_systems)
+    check_dataset, check_embedder, check_systems_on, chosen_systems, experiment_settings)
 
 
 @dataclass(frozen=True)
@@ -58,9 +57,7 @@ class MainSettings:
 
 def settings(cfg: dict) -> MainSettings:
     """Validate ``cfg["experiment"]`` against the chosen systems; errors name ``experiment.<key>``."""
-    s = section(MainSettings, cfg.get("experiment"), "experiment")
-    if s.name != "main":
-        raise BenchError(f"experiment.name={s.name}: this module runs main only")
+    s = experiment_settings(MainSettings, cfg.get("experiment"))
     # a configured system, or an in-tree one left out by retriever=[...] (the paired columns then stay empty)
     known = list(dict.fromkeys(configured(cfg.get("retrievers")) + in_tree()))
     for key in ("baseline", "power_reference", "tune_system"):

@@ -37,12 +37,12 @@ from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.core.results import ReembedCost
 from smartvector_bench.core.run import rank_by_score
-from smartvector_bench.core.settings import choice, section
+from smartvector_bench.core.settings import choice
 from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, compare, get_strategy
 from smartvector_bench.systems.updates.cdc import CLASSES
 from smartvector_bench.systems.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
                                               make_edits)
-from experiments.config import check_dataset, check_embedder
+from experiments.config import check_dataset, check_embedder, experiment_settings
 
 PAPER_CLAIM = {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77}
 
@@ -80,9 +80,7 @@ def settings(exp: dict) -> ReembedSettings:
     if len(set(strategies)) != len(strategies):
         raise BenchError(f"experiment.strategies={list(strategies)}: a strategy is listed twice")
     mix = check_mix(exp.get("mix", DEFAULT_MIX), "experiment.mix")
-    s = section(ReembedSettings, exp, "experiment", nested={"strategies": list(strategies), "mix": mix})
-    if s.name != "reembed_cost":
-        raise BenchError(f"experiment.name={s.name}: this module runs reembed_cost only")
+    s = experiment_settings(ReembedSettings, exp, nested={"strategies": list(strategies), "mix": mix})
     return s
 
 

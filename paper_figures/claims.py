@@ -5,6 +5,7 @@ pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/qu
 
     python paper_figures/claims.py                 # print the table
     python paper_figures/claims.py --write-readme  # rewrite every generated section of DOCUMENTS (make claims)
+    python paper_figures/claims.py --check         # exit 1 if a generated section of DOCUMENTS is out of date
 
 A claim whose results file is missing is listed as "not measured (missing <file>)", and so is one that would
 rest on too few seeds or on an incomplete sweep. ``--write-readme`` also rewrites the other tables that come
@@ -12,6 +13,10 @@ straight from ``results/`` (the main tables of both profiles, the shortcut audit
 between its own ``<!-- name:start -->`` / ``<!-- name:end -->`` markers in whichever of ``DOCUMENTS`` holds
 them (each section in exactly one), with the same rendering code as the experiments' own ``table.md``. To move
 a section to another page, move its markers and make sure the page is in ``DOCUMENTS``.
+
+Each result file is read through its result class (``smartvector_bench.core.results``: MainMetrics,
+SweepSummary, ReembedCost, FeedbackLoop, LvlEval), so a present but malformed one stops the run with a one-line
+error naming the file and the key (exit 2) before any document is written.
 """
 
 from __future__ import annotations
@@ -29,11 +34,16 @@ import pandas as pd  # noqa: E402
 from experiments import feedback_loop, reembed_cost, shortcut_audit  # noqa: E402
 from smartvector_bench.core import verdicts as V  # noqa: E402
 from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
+from smartvector_bench.core.metrics import names as M  # noqa: E402
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE  # noqa: E402
 from smartvector_bench.core.schema import field_table  # noqa: E402
 from smartvector_bench.core.report import (  # noqa: E402
     calibration_table, category_table, main_table, ordered, power_line,
 )
+from smartvector_bench.core.results import (  # noqa: E402
+    TIDY, FeedbackLoop, LvlEval, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
+)
+from smartvector_bench.core.results.base import check, check_type  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -41,11 +51,26 @@ DOCUMENTS = (REPO / "README.md", REPO / "docs" / "findings.md", REPO / "docs" / 
              REPO / "docs" / "datasets.md")
 
 
-def _load(results: Path, rel: str):
+def _result(results: Path, folder: str, kind: type[ResultFile]):
+    """``results/<folder>/<kind.FILE>`` loaded through its result class (validated: a malformed file raises
+    ResultError naming the file and the key), or None when it is missing."""
+    path = results / folder / kind.FILE
+    return kind.load(path) if path.is_file() else None
+
+
+def _doc(result: ResultFile | None) -> dict | None:
+    return None if result is None else result.to_dict()  # what the verdict rules and renderers take
+
+
+def _json(results: Path, rel: str) -> dict | None:
+    """A JSON file no result class describes (the shortcut audit's, the handbook's manifest), None when missing."""
     path = results / rel
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ResultError(f"{path}: not readable as JSON ({exc})") from None
+    check_type(data, dict, str(path), "(top level)", allow_none=True)
+    return data
 
 
 def _pct(x: float | None, nd: int = 1) -> str:
@@ -56,7 +81,7 @@ def _queries(results: Path, preset: str):
     """A sweep's per-query outcomes (``<preset>/queries.csv``) and its summary, each None when missing."""
     path = results / preset / "queries.csv"
     df = pd.read_csv(path, dtype={"query_id": str, "family": str}) if path.is_file() else None
-    return df, _load(results, f"{preset}/summary.json")
+    return df, _doc(_result(results, preset, SweepSummary))
 
 
 Row = tuple[str, V.Verdict]  # (claim, its verdict)
@@ -65,15 +90,15 @@ Row = tuple[str, V.Verdict]  # (claim, its verdict)
 def main_claims(results: Path) -> list[Row]:
     """Top-1, stale rate and ECE: pooled over the seeds sweep's per-query outcomes (seed-42 runs quoted)."""
     df, summary = _queries(results, "seeds")
-    m, large = _load(results, "main/metrics.json"), _load(results, "main_large/metrics.json")
+    m, large = (_doc(_result(results, folder, MainMetrics)) for folder in ("main", "main_large"))
     claimed = PAPER_MAIN_TABLE
     pc, sv = claimed["plain_cosine"], claimed["smartvector"]
     return [
-        (f"top-1 accuracy doubles over plain cosine RAG ({_pct(pc['top1'])} -> {_pct(sv['top1'])})",
+        (f"top-1 accuracy doubles over plain cosine RAG ({_pct(pc[M.TOP1])} -> {_pct(sv[M.TOP1])})",
          V.top1_doubles(df, summary, m, large)),
-        (f"stale-answer rate falls ({_pct(pc['stale_rate'])} -> {_pct(sv['stale_rate'])})",
+        (f"stale-answer rate falls ({_pct(pc[M.STALE_RATE])} -> {_pct(sv[M.STALE_RATE])})",
          V.stale_rate_falls(df, summary)),
-        (f"calibration error (ECE) falls ({pc['ece']:.3f} -> {sv['ece']:.3f})", V.ece_falls(df, summary)),
+        (f"calibration error (ECE) falls ({pc[M.ECE]:.3f} -> {sv[M.ECE]:.3f})", V.ece_falls(df, summary)),
     ]
 
 
@@ -90,9 +115,9 @@ def sweep_claims(results: Path) -> list[Row]:
 
 def update_claims(results: Path) -> list[Row]:
     return [("a single-word edit re-embeds 1.0 chunk instead of 4.35 (-77%)",
-             V.reembed_single_word(_load(results, "reembed_cost/reembed_cost.json"))),
+             V.reembed_single_word(_doc(_result(results, "reembed_cost", ReembedCost)))),
             ("user feedback reconsolidates confidence and improves answers over time",
-             V.feedback_improves(_load(results, "feedback_loop/feedback_loop.json")))]
+             V.feedback_improves(_doc(_result(results, "feedback_loop", FeedbackLoop))))]
 
 
 LVL_CLAIMS = ("LiveVectorLake: 10-15% of content re-processed per update (vs 100%)",
@@ -105,7 +130,7 @@ LVL_CLAIMS = ("LiveVectorLake: 10-15% of content re-processed per update (vs 100
 
 def lvl_claims(results: Path) -> list[Row]:
     """LiveVectorLake's claims: verdicts and rules from experiments/lvl_eval.py, restated with their test."""
-    d = _load(results, "lvl_eval/lvl_eval.json")
+    d = _doc(_result(results, "lvl_eval", LvlEval))
     return [(claim, rule(d)) for claim, rule in zip(LVL_CLAIMS, V.LVL_RULES)]
 
 
@@ -123,17 +148,18 @@ def table(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def _main_section(results: Path, rel: str, calibration: bool = True) -> str:
+def _main_section(results: Path, folder: str, calibration: bool = True) -> str:
     """A profile's main table and power line, and its calibration table unless ``calibration`` is False (the
     README shows the default profile's calibration on its own, :func:`_calibration_section`)."""
-    m = _load(results, rel)
-    if m is None:
+    rel = f"{folder}/{MainMetrics.FILE}"
+    mm = _result(results, folder, MainMetrics)
+    if mm is None:
         return f"not measured (missing {rel})\n"
-    d = m["dataset"]
+    m, d = mm.to_dict(), mm.dataset
     head = (f"`{d['name']}`, seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries in "
             f"{d.get('n_families', '-')} families; test split = the held-out families "
             f"(`results/{rel}`, dataset sha256 {d['sha256'][:12]}).")
-    cal = f"\n\n{_calibration_text(m)}" if calibration and m.get("calibration") else ""
+    cal = f"\n\n{_calibration_text(m)}" if calibration and mm.calibration else ""
     return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}{cal}\n"
 
 
@@ -143,40 +169,41 @@ def _calibration_text(m: dict) -> str:
             f"dev:\n\n{calibration_table(m)}")
 
 
-def _calibration_section(results: Path, rel: str) -> str:
-    m = _load(results, rel)
-    if m is None or not m.get("calibration"):
-        return f"not measured (missing {rel}{'' if m is None else ': calibration'})\n"
-    d = m["dataset"]
-    return f"`{d['name']}`, seed {d['seed']} (`results/{rel}`). {_calibration_text(m)}\n"
+def _calibration_section(results: Path, folder: str) -> str:
+    rel = f"{folder}/{MainMetrics.FILE}"
+    mm = _result(results, folder, MainMetrics)
+    if mm is None or not mm.calibration:
+        return f"not measured (missing {rel}{'' if mm is None else ': calibration'})\n"
+    d = mm.dataset
+    return f"`{d['name']}`, seed {d['seed']} (`results/{rel}`). {_calibration_text(mm.to_dict())}\n"
 
 
 def _handbook_section(results: Path) -> str:
     """experiment=main on the 18F Handbook's git history (dataset=handbook, results/handbook/)."""
-    m = _load(results, "handbook/metrics.json")
-    man = _load(results, "handbook/manifest.json")
-    if m is None or man is None:
+    mm = _result(results, "handbook", MainMetrics)
+    man = _json(results, "handbook/manifest.json")
+    if mm is None or man is None:
         return "not measured (missing handbook/metrics.json or handbook/manifest.json)\n"
-    d, repo, c = m["dataset"], man.get("repo", {}), man.get("counts", {})
+    m, d, repo, c = mm.to_dict(), mm.dataset, man.get("repo", {}), man.get("counts", {})
     cats = ", ".join(f"{k} {v}" for k, v in sorted((c.get("queries_by_category") or {}).items()))
     head = (f"The 18F Handbook's Markdown history at commit `{str(repo.get('head', '?'))[:12]}` "
             f"({c.get('commits', '?')} commits): {d['n_vectors']} paragraph chunks, {d['n_queries']} queries "
             f"({cats}); dev/test split by document (`results/handbook/`, dataset sha256 {d['sha256'][:12]}). "
             f"Stale = a top-1 that is another version of the relevant paragraph's lineage, not in force at as_of.")
-    skipped = m.get("skipped_systems") or {}
+    skipped = mm.skipped_systems or {}
     note = "".join(f" Not run: {why}." for why in skipped.values())
-    rss = (m.get("resources") or {}).get("peak_rss_mb")
+    rss = (mm.resources or {}).get("peak_rss_mb")
     note += f" The whole run's peak memory: {rss / 1024:.1f} GB." if rss else ""
     return f"{head}{note}\n\n{main_table(m, 'test')}\n"
 
 
 def _handbook_categories(results: Path) -> str:
-    m = _load(results, "handbook/metrics.json")
+    m = _doc(_result(results, "handbook", MainMetrics))
     return f"{category_table(m, 'test')}\n" if m else "not measured (missing handbook/metrics.json)\n"
 
 
 def _audit_section(results: Path) -> str:
-    doc = _load(results, "shortcut_audit/shortcut_audit.json")
+    doc = _json(results, "shortcut_audit/shortcut_audit.json")
     if doc is None:
         return "not measured (missing shortcut_audit/shortcut_audit.json)\n"
     lines = shortcut_audit.render(doc).splitlines()
@@ -184,22 +211,22 @@ def _audit_section(results: Path) -> str:
 
 
 def _seeds_section(results: Path) -> str:
-    doc = _load(results, "seeds/summary.json")
-    if doc is None:
+    summary = _result(results, "seeds", SweepSummary)
+    if summary is None:
         return "not measured (missing seeds/summary.json)\n"
-    sysm = doc["results"]["systems"]
-    seeds = doc["results"]["seeds"]
+    sysm = summary.results["systems"]
+    seeds = summary.results["seeds"]
     out = [f"Dataset seeds {', '.join(map(str, seeds))} (`results/seeds/`), test split, mean (sample sd):", "",
            "| system | top-1 | stale rate | rumour rate | ECE |", "|---|---|---|---|---|"]
     for name in ordered(sysm):
         t = sysm[name]["test"]
         cells = []
-        for key in ("top1", "stale_rate", "rumor_rate", "ece"):
+        for key in M.SUMMARY_METRICS:  # top-1, stale rate, rumour rate, ECE: the table's columns
             v = t.get(key) or {}
             mean, sd = v.get("mean"), v.get("sd")
             if mean is None:
                 cells.append("-")
-            elif key == "ece":
+            elif key == M.ECE:
                 cells.append(f"{mean:.3f} ({(sd or 0):.3f})")
             else:
                 cells.append(f"{100 * mean:.1f}% ({100 * (sd or 0):.1f})")
@@ -207,12 +234,12 @@ def _seeds_section(results: Path) -> str:
     return "\n".join(out) + "\n"
 
 
-def _rendered(results: Path, rel: str, render, skip: int) -> str:
+def _rendered(results: Path, folder: str, kind: type[ResultFile], render, skip: int) -> str:
     """An experiment's own table.md rendering (``render(doc)``) of its stored result, without its first
     ``skip`` lines."""
-    doc = _load(results, rel)
+    doc = _doc(_result(results, folder, kind))
     if doc is None:
-        return f"not measured (missing {rel})\n"
+        return f"not measured (missing {folder}/{kind.FILE})\n"
     return "\n".join(render(doc).splitlines()[skip:]).strip() + "\n"
 
 
@@ -229,11 +256,11 @@ def oracle_gaps(results: Path, rel: str = "main") -> list[dict]:
     """Per system: test queries it answers right and the oracle wrong, by what the oracle returned instead."""
     folder = results / rel
     oracle = _run_rows(folder, "oracle")
-    m = _load(results, f"{rel}/metrics.json")
+    m = _result(results, rel, MainMetrics)
     if oracle is None or m is None:
         return []
     out = []
-    for name in ordered(m["systems"]):
+    for name in ordered(m.systems):
         rows = _run_rows(folder, name) if name != "oracle" else None
         if rows is None or rows.empty:
             continue
@@ -260,15 +287,18 @@ def _oracle_section(results: Path) -> str:
 
 def _sweep_seed(results: Path, preset: str) -> str:
     """The dataset seed(s) of a stored sweep, from its tidy.csv (so a table never claims more seeds than ran)."""
-    seeds = pd.read_csv(results / preset / "tidy.csv", usecols=["dataset_seed"])["dataset_seed"].dropna()
+    path = results / preset / TIDY
+    tidy = load_sweep(path)
+    check("dataset_seed" in tidy.columns, str(path), "dataset_seed", "missing column")
+    seeds = tidy["dataset_seed"].dropna()
     return ", ".join(str(s) for s in sorted(set(seeds.astype(int)))) or "-"
 
 
 def _half_life_section(results: Path) -> str:
-    doc = _load(results, "half_life/summary.json")
-    if doc is None or not doc["results"].get("systems"):
+    summary = _result(results, "half_life", SweepSummary)
+    if summary is None or not summary.results["systems"]:
         return "not measured (missing half_life/summary.json)\n"
-    g = doc["results"]
+    g = summary.results
     out = [f"Test top-1 of smartvector on dataset seed {_sweep_seed(results, 'half_life')} (`results/half_life/`): "
            f"rows `{g['rows']['key']}`, columns `{g['columns']['key']}` (days; the paper's constants are 30 and "
            "30). One seed and the default profile's six test families: read it as the shape of the sensitivity, "
@@ -276,35 +306,35 @@ def _half_life_section(results: Path) -> str:
            "| temporal \\ confidence | " + " | ".join(g["columns"]["values"]) + " |",
            "|---|" + "---|" * len(g["columns"]["values"])]
     for name, per in g["systems"].items():
-        for value, row in zip(g["rows"]["values"], per["top1"]):
+        for value, row in zip(g["rows"]["values"], per[M.TOP1]):
             out.append(f"| {value} | " + " | ".join(_pct(x) for x in row) + " |")
     return "\n".join(out) + "\n"
 
 
 def _tune_section(results: Path) -> str:
-    doc = _load(results, "tune/summary.json")
-    w = (doc or {}).get("results", {}).get("winner")
+    summary = _result(results, "tune", SweepSummary)
+    w = summary.results["winner"] if summary is not None else None
     if not w:
         return "not measured (missing tune/summary.json)\n"
-    r = doc["results"]
+    r = summary.results
     t = w["test"]
-    ci = t.get("top1_ci") or [None, None]
+    ci = t.get(M.ci(M.TOP1)) or [None, None]
     ci_text = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
     note = "" if r["final"] else " (provisional: not every planned job completed)"
     return (f"Held-out tuning of {r['system']}'s weights (`results/tune/`, dataset seed {_sweep_seed(results, 'tune')}, "
-            f"{r['n_candidates']} of {r['n_planned']} grid points): chosen by dev top-1 {_pct(w['dev']['top1'])} "
-            f"({r['selection']}): `{w['overrides']}`; its test top-1 is {_pct(t['top1'])}{ci_text}, stale rate "
-            f"{_pct(t.get('stale_rate'))}, ECE {t.get('ece'):.3f}{note}.\n")
+            f"{r['n_candidates']} of {r['n_planned']} grid points): chosen by dev top-1 {_pct(w['dev'][M.TOP1])} "
+            f"({r['selection']}): `{w['overrides']}`; its test top-1 is {_pct(t[M.TOP1])}{ci_text}, stale rate "
+            f"{_pct(t.get(M.STALE_RATE))}, ECE {t.get(M.ECE):.3f}{note}.\n")
 
 
 def sections(results: Path) -> dict[str, str]:
     """Every generated README section, by marker name."""
-    return {"claims": table(results), "main": _main_section(results, "main/metrics.json", calibration=False),
-            "main_calibration": _calibration_section(results, "main/metrics.json"),
-            "main_large": _main_section(results, "main_large/metrics.json"), "audit": _audit_section(results),
+    return {"claims": table(results), "main": _main_section(results, "main", calibration=False),
+            "main_calibration": _calibration_section(results, "main"),
+            "main_large": _main_section(results, "main_large"), "audit": _audit_section(results),
             "seeds": _seeds_section(results), "oracle": _oracle_section(results),
-            "reembed": _rendered(results, "reembed_cost/reembed_cost.json", reembed_cost.render, 2),
-            "feedback": _rendered(results, "feedback_loop/feedback_loop.json",
+            "reembed": _rendered(results, "reembed_cost", ReembedCost, reembed_cost.render, 2),
+            "feedback": _rendered(results, "feedback_loop", FeedbackLoop,
                                   lambda doc: feedback_loop._table(doc, doc["summary"]), 2),
             "half_life": _half_life_section(results), "tune": _tune_section(results),
             "handbook": _handbook_section(results), "handbook_categories": _handbook_categories(results),
@@ -326,12 +356,32 @@ def write_readme(readme: Path, texts: dict[str, str] | str) -> None:
     atomic_write_text(readme, body)
 
 
-def main(argv: list[str] | None = None) -> None:
+def stale_sections(texts: dict[str, str], documents=DOCUMENTS) -> list[tuple[Path, str]]:
+    """(document, section) of every generated section whose text in the document is not ``texts[section]``."""
+    bodies = {doc: doc.read_text(encoding="utf-8") for doc in documents}
+    marks = {n: (f"<!-- {n}:start -->\n", f"<!-- {n}:end -->") for n in texts}
+    return [(doc, n) for doc, body in bodies.items() for n, (start, end) in marks.items()
+            if start in body and body.split(start, 1)[1].split(end, 1)[0] != texts[n]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the claims table (and write or check the sections): 0; 1 if --check finds one stale; 2 malformed."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=str(REPO / "results"))
-    ap.add_argument("--write-readme", action="store_true")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--write-readme", action="store_true", help="rewrite every generated section of DOCUMENTS")
+    mode.add_argument("--check", action="store_true", help="exit 1 if a generated section is out of date")
     args = ap.parse_args(argv)
-    texts = sections(Path(args.results))
+    try:
+        texts = sections(Path(args.results))
+    except ResultError as e:  # before any document is written
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.check:
+        stale = stale_sections(texts, DOCUMENTS)
+        for doc, name in stale:
+            print(f"out of date: {doc}: section {name} (run make claims)", file=sys.stderr)
+        return 1 if stale else 0
     if args.write_readme:
         placed = set()
         for doc in DOCUMENTS:
@@ -343,7 +393,8 @@ def main(argv: list[str] | None = None) -> None:
         if missing:
             raise SystemExit(f"no section markers for {missing} in {', '.join(str(d) for d in DOCUMENTS)}")
     print(texts["claims"])
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

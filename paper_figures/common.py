@@ -1,11 +1,12 @@
-"""Shared pieces of the figure scripts: a fixed style, a deterministic atomic save, and validating loaders
-for the files under ``results/``.
+"""Shared pieces of the figure scripts: a fixed style, a deterministic atomic save, checked reads of the result
+objects the JSON inputs load as (``smartvector_bench.core.results``) and a validating CSV loader.
 
 Every figure script has ``make(results_dir, out_dir) -> Outcome``:
 
 * a missing input file is not an error: the figure is skipped and one line naming the file is printed;
 * a present but malformed input (bad JSON, a missing key or column, a non-numeric value) raises
-  :class:`FigureInputError`, whose message names the file and the key or column;
+  :class:`~smartvector_bench.core.results.ResultError` (from the file's result class, or its subclass
+  :class:`FigureInputError` from the reads here), whose message names the file and the key or column;
 * otherwise the figure is written as ``<name>.png`` and ``<name>.pdf`` into ``out_dir``, each atomically
   (temp file in the same folder, then rename), with the same bytes on every run: fixed style, size and dpi,
   no timestamps or software versions in the metadata, a fixed SVG hash salt, inputs sorted.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import io
-import json
 import math
 import sys
 from dataclasses import dataclass
@@ -28,7 +28,10 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
 from smartvector_bench.core.atomic import atomic_write_bytes
-from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.results import MainMetrics, ResultError
+from smartvector_bench.core.results.base import check, check_type
+from smartvector_bench.core.results.sweep import USABLE as USABLE_STATUS
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RESULTS = REPO / "results"
@@ -74,15 +77,15 @@ PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939"
            "oracle": "#393b79", "smartvector_live": "#1f77b4", "smartvector_frozen": "#aec7e8"}
 EXTRA_COLOURS = ("#843c39", "#7b4173", "#3182bd", "#31a354", "#756bb1", "#e6550d")
 PAPER_COLOUR = "#d62728"
-USABLE_STATUS = ("complete", "skipped")
 # The interval of every per-query metric in metrics.json (and the feedback loop's rounds): a cluster bootstrap
 # that resamples whole policy families, since the queries of one family are not independent.
 CLUSTER_CI = "95% cluster bootstrap intervals over families"
 CLUSTER_CI_ONE = "95% cluster bootstrap interval over families"
 
 
-class FigureInputError(ValueError):
-    """A present input file is malformed; the message names the file and the key or column."""
+class FigureInputError(ResultError):
+    """A present input file is malformed; the message names the file and the key or column. A JSON input's own
+    validation (its result class) raises the base class, ResultError, with the same kind of message."""
 
 
 @dataclass(frozen=True)
@@ -151,71 +154,57 @@ def as_float(value, where: str, allow_none: bool = False) -> float:
     return x
 
 
+def or_nan(value) -> float:
+    """A number already checked to be a number or None (a result class's validation), None as NaN."""
+    return math.nan if value is None else float(value)
+
+
 def fmt_key(value: float) -> str:
     """A swept numeric value as a short label (0.25, 30, 1e-05)."""
     return f"{value:g}"
 
 
-# -- JSON ------------------------------------------------------------------------------------------------------
+# -- result files ----------------------------------------------------------------------------------------------
+# A JSON input is loaded through its result class (smartvector_bench.core.results: MainMetrics.load, ...), which
+# validates it; what a figure reads beyond that validation is checked here, with the same ResultError message
+# (``<file>: <dotted key>: <what>``).
 
-def load_json(path: Path) -> dict:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise FigureInputError(f"{path}: not valid JSON ({e})") from None
-    except UnicodeDecodeError as e:
-        raise FigureInputError(f"{path}: not UTF-8 text ({e})") from None
-    if not isinstance(data, dict):
-        raise FigureInputError(f"{path}: expected a JSON object at the top level")
-    return data
-
-
-def get(obj, path: Path, *keys: str):
-    """``obj[k1][k2]...``; a missing key raises FigureInputError naming the file and the dotted key."""
-    cur = obj
-    for i, k in enumerate(keys):
-        if not isinstance(cur, dict) or k not in cur:
-            raise FigureInputError(f"{path}: missing key {'.'.join(keys[: i + 1])}")
-        cur = cur[k]
-    return cur
-
-
-def get_num(obj, path: Path, *keys: str, allow_none: bool = False) -> float:
-    return as_float(get(obj, path, *keys), f"{path}: key {'.'.join(keys)}", allow_none=allow_none)
-
-
-def get_interval(obj, path: Path, *keys: str) -> tuple[float, float]:
-    """A ``[lo, hi]`` pair; None entries become NaN (no whisker is drawn)."""
-    v = get(obj, path, *keys)
-    where = f"{path}: key {'.'.join(keys)}"
-    if not isinstance(v, (list, tuple)) or len(v) != 2:
-        raise FigureInputError(f"{where}: expected [lo, hi], got {v!r}")
-    return as_float(v[0], where, allow_none=True), as_float(v[1], where, allow_none=True)
-
-
-def get_list(obj, path: Path, *keys: str, length: int | None = None, allow_none: bool = True) -> list[float]:
-    v = get(obj, path, *keys)
-    where = f"{path}: key {'.'.join(keys)}"
-    if not isinstance(v, list) or (length is not None and len(v) != length):
+def floats(value, path: Path, key: str, length: int | None = None, allow_none: bool = True) -> list[float]:
+    """A JSON list of numbers (of ``length`` items if given); None entries are NaN only if ``allow_none``."""
+    if not isinstance(value, list) or (length is not None and len(value) != length):
         want = "a list" if length is None else f"a list of {length}"
-        raise FigureInputError(f"{where}: expected {want}, got {v!r}")
-    return [as_float(x, where, allow_none=allow_none) for x in v]
+        raise FigureInputError(f"{path}: {key}: expected {want}, got {value!r}")
+    return [as_float(x, f"{path}: {key}", allow_none=allow_none) for x in value]
 
 
-def split_counts(metrics: dict, path: Path, systems, split: str = "test") -> tuple[int | None, int | None]:
+def main_systems(m: MainMetrics, path: Path, split: str = "test") -> list[str]:
+    """The systems of a metrics.json in the main table's order; each must have ``split``."""
+    for name, per_split in m.systems.items():
+        check(split in per_split, str(path), f"systems.{name}.{split}", "missing")
+    return system_order(m.systems)
+
+
+def main_metric(m: MainMetrics, path: Path, system: str, split: str, name: str) -> tuple[float, float, float]:
+    """(value, lo, hi) of a metric through ``MainMetrics.metric`` / ``interval``; None is NaN (no bar or whisker).
+    A metric the split lacks (leakage needs the dataset's validity windows) is malformed for a figure drawing it."""
+    at = f"systems.{system}.{split}"
+    check(name in m.split(system, split), str(path), f"{at}.{name}", "missing")
+    lo, hi = m.interval(system, split, name)
+    where = f"{path}: {at}.{M.ci(name)}"
+    return (as_float(m.metric(system, split, name), f"{path}: {at}.{name}", allow_none=True),
+            as_float(lo, where, allow_none=True), as_float(hi, where, allow_none=True))
+
+
+def split_counts(m: MainMetrics, path: Path, systems, split: str = "test") -> tuple[int | None, int | None]:
     """(queries, families) of ``split`` if every system agrees, else None for that count; ``n_families`` is
     optional (files before v2 have none), a present non-integer count is malformed."""
     out = []
-    for key in ("n_queries", "n_families"):
+    for key in (M.N_QUERIES, M.N_FAMILIES):
         values = set()
         for s in systems:
-            v = get(metrics, path, "systems", s, split).get(key)
-            if v is None:
-                values.add(None)
-                continue
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
-                raise FigureInputError(f"{path}: key systems.{s}.{split}.{key}: expected an integer, got {v!r}")
-            values.add(int(v))
+            v = m.split(s, split).get(key)
+            check_type(v, int, str(path), f"systems.{s}.{split}.{key}", allow_none=True)
+            values.add(v)
         out.append(values.pop() if len(values) == 1 else None)
     return out[0], out[1]
 
@@ -225,16 +214,6 @@ def count_phrase(n_queries: int | None, n_families: int | None) -> str:
     if not n_queries:
         return ""
     return f"n = {n_queries} queries" + (f" in {n_families} families" if n_families else "")
-
-
-def main_systems(metrics: dict, path: Path, split: str = "test") -> list[str]:
-    """The systems of a metrics.json that have ``split``, in the main table's order."""
-    systems = get(metrics, path, "systems")
-    if not isinstance(systems, dict) or not systems:
-        raise FigureInputError(f"{path}: key systems: expected a non-empty object")
-    for name in systems:
-        get(metrics, path, "systems", name, split)
-    return system_order(systems)
 
 
 # -- CSV -------------------------------------------------------------------------------------------------------
@@ -279,14 +258,14 @@ def require(df: pd.DataFrame, *columns: str) -> None:
             raise FigureInputError(f"{df.attrs['path']}:{empty[0]}: column {col}: missing value")
 
 
-TIDY_BASE = ("status", "system", "split", "dataset_seed", TOP1)
+TIDY_BASE = ("status", "system", "split", "dataset_seed", M.TOP1)
 
 
 def load_tidy(path: Path, extra: tuple[str, ...] = (), split: str = "test") -> pd.DataFrame:
     """A sweep's tidy.csv restricted to usable rows (status complete / skipped) of ``split``, ``top1`` as floats."""
     t = load_csv(path, TIDY_BASE + tuple(extra))
     t = t[t["status"].isin(USABLE_STATUS) & (t["split"] == split)]
-    return t.assign(**{TOP1: numbers(t, TOP1)})
+    return t.assign(**{M.TOP1: numbers(t, M.TOP1)})
 
 
 # -- drawing and saving ----------------------------------------------------------------------------------------
@@ -356,7 +335,7 @@ def cli(make, argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         outcome = make(Path(args.results), Path(args.out))
-    except FigureInputError as e:
+    except ResultError as e:  # FigureInputError or a result file's own validation
         print(f"error: {e}", file=sys.stderr)
         return 2
     for f in outcome.files:

@@ -18,8 +18,9 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.metrics.names import LEAKAGE_AT_10, ci
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
+from smartvector_bench.core.results.base import get_path
 
 NAME = "fig_leakage"
 INPUT = Path("main") / MainMetrics.FILE
@@ -28,14 +29,15 @@ CATEGORY = "historical"
 
 
 def load(path: Path) -> tuple[list[str], dict]:
-    m = c.load_json(path)
+    m = MainMetrics.load(path)
     systems = c.main_systems(m, path, SPLIT)
     data = {}
     for s in systems:
-        keys = ("systems", s, SPLIT)
-        data[s] = {"all": c.get_num(m, path, *keys, LEAKAGE_AT_10, allow_none=True),
-                   "ci": c.get_interval(m, path, *keys, ci(LEAKAGE_AT_10)),
-                   CATEGORY: c.get_num(m, path, *keys, "by_category", CATEGORY, LEAKAGE_AT_10, allow_none=True)}
+        value, lo, hi = c.main_metric(m, path, s, SPLIT, M.LEAKAGE_AT_10)
+        at = f"systems.{s}.{SPLIT}"
+        hist = get_path(m.split(s, SPLIT), ("by_category", CATEGORY, M.LEAKAGE_AT_10), str(path), float,
+                        allow_none=True, field=at)
+        data[s] = {"all": value, "ci": (lo, hi), CATEGORY: c.or_nan(hist)}
     return systems, data, c.split_counts(m, path, systems, SPLIT)
 
 

@@ -18,8 +18,11 @@ try:
 except ImportError:
     import common as c
 
+from smartvector_bench.core.results import LvlEval
+from smartvector_bench.core.results.base import check, check_type, get_path
+
 NAME = "fig_lvl_eval"
-INPUT = Path("lvl_eval") / "lvl_eval.json"
+INPUT = Path("lvl_eval") / LvlEval.FILE
 SERIES = {"hot": "hot (current)", "cold_cached": "cold, table cached (historical)",
           "cold_uncached": "cold, scan per query (historical)"}
 CLAIMED_SHARE = (10.0, 15.0)  # % re-processed per update, the paper's abstract and Table II
@@ -27,24 +30,26 @@ CLAIMED_P50_MS = {"hot": 65.0, "cold": 1200.0}  # Table III
 
 
 def load(path: Path) -> dict:
-    r = c.load_json(path)
-    steps = c.get(r, path, "reembedding", "by_step")
-    rows = c.get(r, path, "reembedding", "per_document")
-    if not isinstance(steps, dict) or not isinstance(rows, list):
-        raise c.FigureInputError(f"{path}: keys reembedding.by_step / per_document: expected an object and a list")
+    r = LvlEval.load(path)
+    where = str(path)
+    steps = get_path(r.reembedding, ("by_step",), where, dict, field="reembedding")
+    rows = get_path(r.reembedding, ("per_document",), where, list, field="reembedding")
     shares = {s: [] for s in steps}
     for i, row in enumerate(rows):
-        if not isinstance(row, dict) or row.get("step") not in shares:
-            raise c.FigureInputError(f"{path}: key reembedding.per_document[{i}].step: not one of by_step's steps")
-        if row.get("share") is not None:
-            shares[row["step"]].append(100 * c.as_float(row["share"], f"{path}: reembedding.per_document[{i}]"))
+        at = f"reembedding.per_document[{i}]"
+        step = get_path(row, ("step",), where, field=at)
+        check(step in shares, where, f"{at}.step", f"{step!r} is not one of reembedding.by_step's steps")
+        share = row.get("share")  # absent or null: a document the step did not re-embed into a share
+        check_type(share, float, where, f"{at}.share", allow_none=True)
+        if share is not None:
+            shares[step].append(100 * share)
     latency = {}
     for series in SERIES:
-        samples = c.get(r, path, "latency", "samples", series, "with_embedding_s")
+        samples = get_path(r.latency, ("samples", series, "with_embedding_s"), where, list, field="latency")
         try:
             ms = np.sort(np.asarray(samples, dtype=float).reshape(-1) * 1000.0)
         except (TypeError, ValueError):
-            raise c.FigureInputError(f"{path}: key latency.samples.{series}.with_embedding_s: expected numbers") from None
+            raise c.FigureInputError(f"{path}: latency.samples.{series}.with_embedding_s: expected numbers") from None
         latency[series] = ms
     return {"shares": shares, "latency": latency}
 

@@ -31,18 +31,11 @@ PANELS = ((M.TOP1, "top-1 accuracy", True), (M.STALE_RATE, "stale rate", True),
 
 def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None]:
     """(systems in order, {system: {metric: (value, lo, hi)}}, (queries, families), dataset name or None)."""
-    m = c.load_json(path)
+    m = MainMetrics.load(path)
     systems = c.main_systems(m, path, SPLIT)
-    data = {}
-    for s in systems:
-        data[s] = {}
-        for key, _, _ in PANELS:
-            keys = ("systems", s, SPLIT)
-            data[s][key] = (c.get_num(m, path, *keys, key, allow_none=True),
-                            *c.get_interval(m, path, *keys, M.ci(key)))
-    ds = m.get("dataset")
-    name = ds.get("name") if isinstance(ds, dict) and isinstance(ds.get("name"), str) else None
-    return systems, data, c.split_counts(m, path, systems, SPLIT), name
+    data = {s: {key: c.main_metric(m, path, s, SPLIT, key) for key, _, _ in PANELS} for s in systems}
+    name = m.dataset.get("name")
+    return systems, data, c.split_counts(m, path, systems, SPLIT), name if isinstance(name, str) else None
 
 
 def draw(path: Path, out_dir: Path, name: str, title: str) -> c.Outcome:

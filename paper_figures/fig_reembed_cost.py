@@ -17,6 +17,7 @@ except ImportError:
     import common as c
 
 from smartvector_bench.core.results import ReembedCost
+from smartvector_bench.core.results.base import get_path
 
 NAME = "fig_reembed_cost"
 INPUT = Path("reembed_cost") / ReembedCost.FILE
@@ -36,33 +37,27 @@ def _size_key(label: str) -> tuple[int, str]:
     return (int(digits) if digits else 10**9, label)
 
 
+def _cost(summary, path: Path, key: str) -> tuple[float, float, float]:
+    """(mean, lo, hi) chunks re-embedded of one group of edits; None as NaN (no bar or whisker)."""
+    mean = get_path(summary, ("chunks_reembedded_mean",), str(path), float, allow_none=True, field=key)
+    ci = c.floats(get_path(summary, ("chunks_reembedded_ci",), str(path), field=key), path,
+                  f"{key}.chunks_reembedded_ci", length=2)
+    return (c.or_nan(mean), *ci)
+
+
 def load(path: Path) -> dict:
-    r = c.load_json(path)
-    strategies = c.get(r, path, "strategies")
-    if not isinstance(strategies, dict) or not strategies:
-        raise c.FigureInputError(f"{path}: key strategies: expected a non-empty object")
-    names = _ordered(strategies, STRATEGY_ORDER)
+    r = ReembedCost.load(path)  # validates strategies.<s>.by_edit_type / single_word_by_document_chunks
+    names = _ordered(r.strategies, STRATEGY_ORDER)
     by_type, by_size = {}, {}
     for s in names:
-        types = c.get(r, path, "strategies", s, "by_edit_type")
-        if not isinstance(types, dict) or not types:
-            raise c.FigureInputError(f"{path}: key strategies.{s}.by_edit_type: expected a non-empty object")
-        for t in types:
-            keys = ("strategies", s, "by_edit_type", t)
-            by_type[s, t] = (c.get_num(r, path, *keys, "chunks_reembedded_mean", allow_none=True),
-                             *c.get_interval(r, path, *keys, "chunks_reembedded_ci"))
-        sizes = c.get(r, path, "strategies", s, "single_word_by_document_chunks")
-        if not isinstance(sizes, dict):
-            raise c.FigureInputError(f"{path}: key strategies.{s}.single_word_by_document_chunks: expected an object")
-        for k in sizes:
-            keys = ("strategies", s, "single_word_by_document_chunks", k)
-            n = sizes[k].get("n_edits") if isinstance(sizes[k], dict) else None
-            by_size[s, k] = (c.get_num(r, path, *keys, "chunks_reembedded_mean", allow_none=True),
-                             *c.get_interval(r, path, *keys, "chunks_reembedded_ci"), n)
-    claim = r.get("paper_claim") if isinstance(r.get("paper_claim"), dict) else {}
-    n_by_type = r["edits"].get("by_type") if isinstance(r.get("edits"), dict) else None  # optional, for labels
-    n_by_type = {k: v for k, v in n_by_type.items() if isinstance(v, int)} if isinstance(n_by_type, dict) else {}
-    return {"strategies": names, "by_type": by_type, "by_size": by_size, "claim": claim, "n_by_type": n_by_type}
+        for group, out in (("by_edit_type", by_type), ("single_word_by_document_chunks", by_size)):
+            for k, summary in r.strategies[s][group].items():
+                out[s, k] = _cost(summary, path, f"strategies.{s}.{group}.{k}")
+        for k, summary in r.strategies[s]["single_word_by_document_chunks"].items():
+            by_size[s, k] += (summary.get("n_edits"),)
+    n_by_type = {k: v for k, v in r.edits["by_type"].items() if isinstance(v, int)}  # for labels
+    return {"strategies": names, "by_type": by_type, "by_size": by_size, "claim": r.paper_claim,
+            "n_by_type": n_by_type}
 
 
 def _bars(ax, groups: list[str], strategies: list[str], table: dict, labels: list[str]) -> None:

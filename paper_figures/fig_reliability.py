@@ -21,8 +21,9 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.metrics.names import ECE, ci
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
+from smartvector_bench.core.results.base import get_path
 
 NAME = "fig_reliability"
 INPUT = Path("main") / MainMetrics.FILE
@@ -32,31 +33,33 @@ NCOLS = 4
 
 
 def load(path: Path) -> tuple[list[str], dict]:
-    m = c.load_json(path)
+    m = MainMetrics.load(path)
     systems = c.main_systems(m, path, SPLIT)
     data = {}
     for s in systems:
-        keys = ("systems", s, SPLIT)
-        edges = c.get_list(m, path, *keys, "ece_bins", "edges", allow_none=False)
+        at = f"systems.{s}.{SPLIT}.ece_bins"
+        bins = get_path(m.split(s, SPLIT), ("ece_bins",), str(path), dict, field=f"systems.{s}.{SPLIT}")
+        edges = c.floats(bins.get("edges"), path, f"{at}.edges", allow_none=False)
         nb = len(edges) - 1
         if nb < 1 or any(b <= a for a, b in pairwise(edges)):
-            raise c.FigureInputError(f"{path}: key {'.'.join(keys)}.ece_bins.edges: expected increasing bin edges")
+            raise c.FigureInputError(f"{path}: {at}.edges: expected increasing bin edges")
+        ece, ece_lo, ece_hi = c.main_metric(m, path, s, SPLIT, M.ECE)
         data[s] = {
             "edges": edges,
-            "counts": c.get_list(m, path, *keys, "ece_bins", "counts", length=nb, allow_none=False),
-            "accuracy": c.get_list(m, path, *keys, "ece_bins", "accuracy", length=nb),
-            "conf": c.get_list(m, path, *keys, "ece_bins", "mean_confidence", length=nb),
-            "ece": c.get_num(m, path, *keys, ECE, allow_none=True),
-            "ece_ci": c.get_interval(m, path, *keys, ci(ECE)),
-            "calibrated": None,
+            "counts": c.floats(bins.get("counts"), path, f"{at}.counts", length=nb, allow_none=False),
+            "accuracy": c.floats(bins.get("accuracy"), path, f"{at}.accuracy", length=nb),
+            "conf": c.floats(bins.get("mean_confidence"), path, f"{at}.mean_confidence", length=nb),
+            "ece": ece, "ece_ci": (ece_lo, ece_hi), "calibrated": None,
         }
-        cal = ((m.get("calibration") or {}).get(s) or {}).get(CALIBRATION)
+        cal = (m.calibration.get(s) or {}).get(CALIBRATION)
         if cal is not None:
-            ckeys = ("calibration", s, CALIBRATION)
+            at = f"calibration.{s}.{CALIBRATION}"
+            cbins = get_path(cal, ("bins_calibrated",), str(path), dict, field=at)
             data[s]["calibrated"] = {
-                "accuracy": c.get_list(m, path, *ckeys, "bins_calibrated", "accuracy", length=nb),
-                "conf": c.get_list(m, path, *ckeys, "bins_calibrated", "mean_confidence", length=nb),
-                "ece": c.get_num(m, path, *ckeys, "ece_calibrated", allow_none=True)}
+                "accuracy": c.floats(cbins.get("accuracy"), path, f"{at}.bins_calibrated.accuracy", length=nb),
+                "conf": c.floats(cbins.get("mean_confidence"), path, f"{at}.bins_calibrated.mean_confidence",
+                                 length=nb),
+                "ece": c.or_nan(get_path(cal, ("ece_calibrated",), str(path), float, allow_none=True, field=at))}
     return systems, data, c.split_counts(m, path, systems, SPLIT)
 
 

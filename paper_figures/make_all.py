@@ -34,7 +34,7 @@ def make_all(results_dir: Path, out_dir: Path, figures=FIGURES) -> tuple[list[c.
     for name in figures:
         try:
             outcomes.append(module(name).make(Path(results_dir), Path(out_dir)))
-        except c.FigureInputError as e:
+        except c.ResultError as e:  # a malformed input: its result class's or a figure's own check
             print(f"{name}: ERROR, malformed input: {e}", file=sys.stderr, flush=True)
             errors.append((name, str(e)))
     return outcomes, errors

@@ -14,6 +14,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import ReadsLabels, Retriever
 from smartvector_bench.systems.bm25 import margin_confidence
+from smartvector_bench.systems.cosine_baseline import rank_head_by
 
 INF = np.inf
 NEW = ["valid_cosine", "bm25", "bm25_valid", "recent_cosine", "metadata_filter", "oracle"]
@@ -244,6 +245,24 @@ def test_recent_cosine_ties():
     run = build("recent_cosine", c, cos_vecs([0.9, 0.5, 0.8, 0.5])).search(Q, np.array([10.0]), 4)
     assert run.ranked[0].tolist() == [2, 1, 3, 0]
 
+
+
+@pytest.mark.parametrize("n_head,k", [(3, 5), (5, 2), (0, 4), (8, 8)])
+def test_rank_head_by_matches_a_per_row_reference(n_head, k):
+    # few distinct scores and keys, so that ties (equal cosine, equal key) and -inf (excluded) rows are common
+    rng = np.random.default_rng(n_head * 10 + k)
+    scores = rng.integers(0, 3, size=(40, 7)).astype(np.float64)
+    scores[rng.random(scores.shape) < 0.3] = -np.inf
+    key = rng.integers(0, 3, size=7).astype(np.float64)
+    ranked, top = rank_head_by(scores, key, n_head, k)
+    for q in range(len(scores)):
+        kept = sorted((i for i in range(7) if np.isfinite(scores[q, i])), key=lambda i: (-scores[q, i], i))
+        head = sorted(kept[:n_head], key=lambda i: -key[i])  # stable: cosine order within equal keys
+        want = (head + kept[n_head:])[:k]
+        want += [-1] * (k - len(want))
+        assert ranked[q].tolist() == want, q
+        assert [s for s, i in zip(top[q], want) if i >= 0] == [scores[q, i] for i in want if i >= 0]
+        assert np.isnan(top[q][[i < 0 for i in want]]).all()
 
 # ---- metadata_filter (the former oracle) -----------------------------------------------------------------
 

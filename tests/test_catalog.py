@@ -1,16 +1,23 @@
-"""The text catalog (data_gen.catalog): its rules hold for every topic and message template, and the checker
-that enforces them does fail on a bad topic."""
+"""The text catalog (data_gen.catalog): its rules hold for every topic and message template, the checker
+that enforces them does fail on a bad topic, and the JSON files it is read from load losslessly or fail with
+one line naming the file, the topic and the field."""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from data_gen.catalog import TOPICS
-from data_gen.catalog.base import FILLERS, SECTION_MAX, SECTION_MIN
+from data_gen.catalog.base import FILLERS, PARTS, SECTION_MAX, SECTION_MIN, CatalogError, Scope, load_topics
 from data_gen.catalog.checks import check_catalog, check_topic, fields
+from smartvector_bench.core.errors import BenchError
 from data_gen.catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, MESSAGE_MAX, NOTE_TEMPLATES,
                                        PEOPLE, RUMOR_TEMPLATES)
 from data_gen.generator import catalog_families
@@ -168,3 +175,99 @@ def test_checker_reports_structural_problems():
     assert "values must be >= 7 distinct increasing integers" in text
     assert "no digits in questions" in text
     assert check_catalog((BASE, BASE))[-1] == f"duplicate topic keys: ['{BASE.key}']"
+
+
+# -- the catalog's data files ---------------------------------------------------------------------------------
+
+TOPIC_DIR = resources.files("data_gen.catalog").joinpath("topics")
+
+
+def _raw(part: str) -> dict:
+    return json.loads(TOPIC_DIR.joinpath(f"{part}.json").read_text(encoding="utf-8"))
+
+
+def test_catalog_is_the_listed_files_in_order():
+    assert sorted(p.name for p in TOPIC_DIR.iterdir()) == sorted(f"{part}.json" for part in PARTS)
+    raw = [t for part in PARTS for t in _raw(part)["topics"]]
+    assert [t["key"] for t in raw] == [t.key for t in TOPICS]  # catalog order is file order
+    # lossless: the loaded topics, written back as JSON, are the files' topics field for field
+    assert [json.loads(json.dumps(dataclasses.asdict(t))) for t in TOPICS] == raw
+    assert all(isinstance(_raw(part)["about"], str) and _raw(part)["about"] for part in PARTS)
+
+
+def test_loaded_topics_have_the_dataclass_types():
+    for t in TOPICS:
+        hash(t)  # every sequence field is a tuple, as the frozen dataclass declares, not a JSON list
+        assert all(type(v) is int for v in t.values), t.key
+        assert all(type(s) is Scope for s in t.scopes), t.key
+        assert all(isinstance(getattr(t, f), tuple) for f in ("fact", "questions", "runbook_verify")), t.key
+
+
+def _broken(tmp_path, edit) -> Path:
+    """The first catalog file with ``edit(file, first topic)`` applied, written to tmp_path."""
+    doc = _raw(PARTS[0])
+    edit(doc, doc["topics"][0])
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(doc, indent=1))
+    return path
+
+
+KEY0 = TOPICS[0].key
+BROKEN = [
+    pytest.param(lambda d, t: t.pop("fact"), f"topic {KEY0}: missing field 'fact'", id="missing-field"),
+    pytest.param(lambda d, t: t.update(facts=t["fact"]), f"topic {KEY0}: unknown field 'facts'; allowed: key, ",
+                 id="unknown-field"),
+    pytest.param(lambda d, t: t.pop("key"), "topics[0]: missing field 'key'", id="missing-key"),
+    pytest.param(lambda d, t: t["scopes"][2].pop("who"), f"topic {KEY0}.scopes[2]: missing field 'who'",
+                 id="scope-missing-field"),
+    pytest.param(lambda d, t: t["scopes"][0].update(who=3), f"topic {KEY0}.scopes[0].who: must be a string",
+                 id="scope-not-a-string"),
+    pytest.param(lambda d, t: t.update(values=[True] + t["values"]), f"topic {KEY0}.values: must be a list of "
+                 "integers", id="bool-value"),
+    pytest.param(lambda d, t: t.update(fact=t["fact"][0]), f"topic {KEY0}.fact: must be a list of strings",
+                 id="string-not-list"),
+    pytest.param(lambda d, t: t.update(title=None), f"topic {KEY0}.title: must be a string", id="null-title"),
+    pytest.param(lambda d, t: d.pop("about"), "missing field 'about'", id="missing-about"),
+]
+
+
+@pytest.mark.parametrize("edit, message", BROKEN)
+def test_broken_catalog_file_gives_one_line_naming_file_topic_and_field(tmp_path, edit, message):
+    path = _broken(tmp_path, edit)
+    with pytest.raises(CatalogError) as exc:
+        load_topics(path)
+    text = str(exc.value)
+    assert isinstance(exc.value, BenchError)
+    assert "\n" not in text
+    assert text.startswith(f"{path}: {message}"), text
+
+
+def test_unreadable_catalog_file_gives_one_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"about": "x",\n "topics": [,]}')
+    with pytest.raises(CatalogError, match=rf"^{re.escape(str(bad))}: line 2: not valid JSON"):
+        load_topics(bad)
+    with pytest.raises(CatalogError, match=r"nope\.json: no such catalog file$"):
+        load_topics(tmp_path / "nope.json")
+
+
+def test_checks_cli_reports_a_broken_file_in_one_line(tmp_path):
+    path = _broken(tmp_path, lambda d, t: t.pop("fact"))
+    p = subprocess.run([sys.executable, "-m", "data_gen.catalog.checks", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 2, p
+    assert p.stderr.strip() == f"data_gen.catalog.checks: error: {path}: topic {KEY0}: missing field 'fact'"
+    good = subprocess.run([sys.executable, "-m", "data_gen.catalog.checks", str(TOPIC_DIR.joinpath("a.json"))],
+                          capture_output=True, text=True, timeout=120)
+    assert good.returncode == 0 and good.stdout.splitlines()[-1] == "5 topics, 0 problems", good
+
+
+def test_generator_cli_reports_a_missing_catalog_file_in_one_line(tmp_path):
+    # The catalog is read on first use, inside the CLI's error handling: no traceback, exit 2.
+    code = ("import sys, data_gen.catalog.base as b; b.PARTS = ('a', 'missing'); from data_gen.cli import main; "
+            f"sys.argv = ['smartvector-gen', 'out_dir={tmp_path / 'out'}']; main()")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert re.match(r"^smartvector-gen: error: \S+/topics/missing\.json: no such catalog file$", p.stderr.strip()), \
+        p.stderr

@@ -1,7 +1,8 @@
 """The generated sections of the README and docs/ (the claims table, both profiles' main tables, the seeds
 summary, the shortcut audit, the re-embedding and feedback tables, ...) come from results/ and follow the stated
-rules; here on small hand-made v2-shaped result files, and on the committed results/. The prose around them is
-checked on the committed results/ too."""
+rules; here on the committed result files, copied and mutated (claims.py loads each through its result class,
+which validates it; a malformed one is a one-line error naming file and key), and on the committed results/
+themselves. The prose around them is checked on the committed results/ too."""
 
 from __future__ import annotations
 
@@ -31,52 +32,56 @@ MISSING = {"main": "main/metrics.json", "main_calibration": "main/metrics.json",
 MARKER = re.compile(r"<!-- ([A-Za-z0-9_]+):start -->")
 
 
-# -- hand-made v2 result files ---------------------------------------------------------------------------------
+# -- result files: the committed ones, copied and mutated --------------------------------------------------------
+# claims.py loads each file through its result class, which validates it; so every fixture starts from the
+# committed file (complete) and changes only what a test is about.
 
-def _split(top1: float, stale: float, ece: float, n: int, families: int, baseline: bool = False) -> dict:
-    def ci(x, w=0.08):
-        return [round(max(0.0, x - w), 6), round(min(1.0, x + w), 6)]
-
-    cat = {"top1": top1, "top1_ci": ci(top1), "n_queries": n // 5, "leakage_at_10": 0.0, "ece": ece,
-           "mrr_at_10": top1, "ndcg_at_10": top1, "recall_at_5": top1, "rumor_rate": 0.0, "stale_rate": stale}
-    return {"n_queries": n, "n_families": families, "top1": top1, "top1_ci": ci(top1),
-            "stale_rate": stale, "stale_rate_ci": ci(stale, 0.05), "rumor_rate": 0.1, "rumor_rate_ci": ci(0.1, 0.05),
-            "ece": ece, "ece_ci": ci(ece, 0.05), "mrr_at_10": top1 + 0.1, "mrr_at_10_ci": ci(top1 + 0.1),
-            "recall_at_5": top1 + 0.2, "recall_at_5_ci": ci(top1 + 0.2), "ndcg_at_10": top1 + 0.1,
-            "ndcg_at_10_ci": ci(top1 + 0.1), "leakage_at_10": 0.0, "leakage_at_10_ci": [0.0, 0.0],
-            "mcnemar": None if baseline else {"b": 12, "c": 15, "n": n, "p_value": 0.7},
-            "mcnemar_p": None if baseline else 0.7,
-            "permutation": None if baseline else {"exact": True, "n": n, "n_clusters": families, "p_value": 0.75,
-                                                  "statistic": 0.04},
-            "permutation_p": None if baseline else 0.75,
-            "by_category": {"historical": cat, "current": cat}}
+RESULTS = REPO / "results"
+# test top-1 of the systems the claims quote, and the McNemar / cluster permutation p of smartvector
+TOP1 = {"plain_cosine": 0.229, "valid_cosine": 0.571, "smartvector": 0.271}
 
 
-def metrics(large: bool = False, systems=SYSTEMS) -> dict:
-    """A metrics.json of experiment=main (v2 keys: families, nDCG, permutation test, power)."""
-    n, fam = (574, 50) if large else (70, 6)
-    values = {"plain_cosine": (0.229, 0.30, 0.507), "valid_cosine": (0.571, 0.129, 0.138),
-              "smartvector": (0.271, 0.043, 0.282), "oracle": (0.757, 0.243, 0.308)}
-    return {"schema_version": "2.0",
-            "dataset": {"name": "versioned_policies_large" if large else "versioned_policies", "seed": 42,
-                        "n_vectors": 2150 if large else 258, "n_queries": 1150 if large else 138,
-                        "n_families": 100 if large else 12, "sha256": "5cb775def1dd" + "0" * 52, "labels": True},
-            "experiment": {"baseline": "plain_cosine", "k": 10, "name": "main"},
-            "power": {"alpha": 0.05, "design_effect": 3.71, "icc": 0.25, "mde_top1": 0.377, "mde_top1_at_50": 0.404,
-                      "mean_family_size": n / fam, "n_effective": 18.9, "n_families": fam, "n_queries": n,
-                      "power": 0.8, "reference_system": "valid_cosine", "reference_top1": 0.571, "split": "test"},
-            "systems": {s: {sp: _split(*values.get(s, (0.3 + 0.01 * i, 0.1, 0.2)), n, fam, baseline=s == "plain_cosine")
-                            for sp in ("dev", "test")} for i, s in enumerate(systems)}}
+def committed(rel: str) -> dict:
+    return json.loads((RESULTS / rel).read_text(encoding="utf-8"))
+
+
+def metrics(large: bool = False) -> dict:
+    """A profile's committed metrics.json with the quoted systems' top-1 (and +-8 point intervals) set to TOP1."""
+    m = committed("main_large/metrics.json" if large else "main/metrics.json")
+    for name, top1 in TOP1.items():
+        for sm in m["systems"][name].values():
+            sm.update({"top1": top1, "top1_ci": [round(top1 - 0.08, 6), round(top1 + 0.08, 6)]})
+            if name == "smartvector":
+                sm.update(mcnemar_p=0.7, permutation_p=0.75)
+    return m
+
+
+def sweep_summary(preset: str, jobs: int | None = None, failed: int = 0, results: dict | None = None) -> dict:
+    """The committed summary.json of a sweep preset; ``jobs`` planned (``failed`` of them failed, the rest
+    complete) and ``results`` replaced if given."""
+    doc = committed(f"{preset}/summary.json")
+    if jobs is not None:
+        doc.update(jobs={"planned": jobs, "complete": jobs - failed, "failed": failed, "missing": 0, "skipped": 0},
+                   all_complete=failed == 0, missing=[], unplanned_folders=[],
+                   failed=[{"job": i, "job_dir": f"multirun/{preset}/{i}", "overrides": "", "note": "failed"}
+                           for i in range(failed)])
+    if results is not None:
+        doc["results"] = results
+    return doc
+
+
+def complete(jobs: int = 5) -> dict:
+    return sweep_summary("seeds", jobs)
 
 
 def seeds_summary(systems=("plain_cosine", "valid_cosine", "smartvector", "oracle")) -> dict:
     def stat(m):
         return {"mean": m, "sd": 0.03, "n": 3, "per_seed": {"1": m, "2": m, "3": m}}
 
-    return {"preset": "seeds", "results": {"seeds": [1, 2, 3], "metrics": ["top1", "stale_rate", "rumor_rate", "ece"],
-                                           "systems": {s: {"test": {k: stat(0.1 + 0.1 * i) for k in
-                                                                    ("top1", "stale_rate", "rumor_rate", "ece")}}
-                                                       for i, s in enumerate(systems)}}}
+    return sweep_summary("seeds", 3, results={
+        "seeds": [1, 2, 3], "metrics": ["top1", "stale_rate", "rumor_rate", "ece"],
+        "systems": {s: {"test": {k: stat(0.1 + 0.1 * i) for k in ("top1", "stale_rate", "rumor_rate", "ece")}}
+                    for i, s in enumerate(systems)}})
 
 
 def audit_json() -> dict:
@@ -116,7 +121,7 @@ def top1_row(results: Path):
 
 def write_seeds(root: Path, k: dict, seeds=(1, 2, 3, 4, 5), summary: dict | None = None, confidence=None) -> Path:
     """results/seeds/queries.csv (written as CSV, empty confidence cells included) and a complete summary."""
-    from tests.test_verdicts import complete, frame
+    from tests.test_verdicts import frame
 
     def outcome(system, q, **_):
         conf = "" if confidence is None else confidence(system, q < k[system])
@@ -191,8 +196,8 @@ def test_verdict_follows_the_pooled_numbers(tmp_path):
     assert top1_row(tmp_path)[1].verdict == "does not hold"
     write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5}, seeds=(1, 2, 3))  # as many seeds as before
     assert top1_row(tmp_path)[1].verdict.startswith("not measured (3 seed(s) with both")
-    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5}, summary=seeds_summary())  # no completeness keys
-    assert top1_row(tmp_path)[1].verdict.startswith("not measured (incomplete seeds sweep")
+    write_seeds(tmp_path, {"plain_cosine": 2, "smartvector": 5}, summary=sweep_summary("seeds", 6, failed=1))
+    assert top1_row(tmp_path)[1].verdict.startswith("not measured (incomplete seeds sweep: 5 of 6 jobs complete")
 
 
 def test_stale_rate_wording_and_verdict(tmp_path):
@@ -230,20 +235,24 @@ def test_ece_row_reads_confidences_from_the_csv(tmp_path):
 
 @pytest.mark.parametrize("name, large", [("main", False), ("main_large", True)])
 def test_main_sections_render_each_profile(tmp_path, name, large):
-    systems = [s for s in SYSTEMS if not (large and s == "smartvector_ref")]
-    write(tmp_path, f"{name}/metrics.json", metrics(large=large, systems=systems))
+    m = metrics(large=large)
+    if not large:  # without its calibration block: the README's calibration section says so
+        m["calibration"] = {}
+    write(tmp_path, f"{name}/metrics.json", m)
     text = claims.sections(tmp_path)[name]
     dataset = "versioned_policies_large" if large else "versioned_policies"
     assert text.startswith(f"`{dataset}`, seed 42: ")
     assert f"in {100 if large else 12} families" in text and f"`results/{name}/metrics.json`" in text
     assert "| n (families) | p vs plain_cosine: McNemar / cluster permutation |" in text
-    rows = [line.split(" | ")[0].lstrip("| ") for line in text.splitlines() if line.startswith("| ")][1:]
-    assert rows == systems  # every system, in the file's (the main table's) order
+    table = text.split("\n\n")[1]  # after the head line; the power line (and calibration) follow
+    rows = [line.split(" | ")[0].lstrip("| ") for line in table.splitlines() if line.startswith("| ")][1:]
+    assert sorted(rows) == sorted(m["systems"]) and rows == claims.ordered(m["systems"])  # the table's order
+    assert rows.index("plain_cosine") < rows.index("smartvector") < rows.index("oracle")
     assert f"({50 if large else 6}) |" in text  # test families per system
     assert "minimum detectable top-1 difference" in text and "over valid_cosine" in text
     other = "main" if large else "main_large"
     assert claims.sections(tmp_path)[other] == f"not measured (missing {other}/metrics.json)\n"
-    if not large:  # the hand-made file has no calibration block: the README's calibration section says so
+    if not large:
         assert claims.sections(tmp_path)["main_calibration"] == \
             "not measured (missing main/metrics.json: calibration)\n"
 
@@ -283,18 +292,66 @@ def test_half_life_and_tune_sections_quote_the_stored_grid_and_winner(tmp_path):
     grid = {"rows": {"key": "retrievers.smartvector.temporal.half_life_days", "values": ["7", "30"]},
             "columns": {"key": "retrievers.smartvector.confidence.half_life_days", "values": ["7", "30"]},
             "split": "test", "systems": {"smartvector": {"top1": [[0.1, 0.2], [0.3, 0.45]], "ece": [[0, 0], [0, 0]]}}}
-    write(tmp_path, "half_life/summary.json", {"results": grid})
+    write(tmp_path, "half_life/summary.json", sweep_summary("half_life", results=grid))
     (tmp_path / "half_life" / "tidy.csv").write_text("job,dataset_seed\n0,42\n1,42\n", encoding="utf-8")
     text = claims.sections(tmp_path)["half_life"]
     assert "dataset seed 42" in text
     assert "| 7 | 10.0% | 20.0% |" in text and "| 30 | 30.0% | 45.0% |" in text
     winner = {"overrides": "w=1", "dev": {"top1": 0.5}, "test": {"top1": 0.4, "top1_ci": [0.3, 0.5],
                                                                    "stale_rate": 0.1, "ece": 0.2}}
-    write(tmp_path, "tune/summary.json", {"results": {"system": "smartvector", "winner": winner, "final": False,
-                                                      "n_candidates": 3, "n_planned": 4, "selection": "dev"}})
+    write(tmp_path, "tune/summary.json", sweep_summary("tune", results={
+        "system": "smartvector", "winner": winner, "final": False, "n_candidates": 3, "n_planned": 4,
+        "selection": "dev", "dev_top5": []}))
     (tmp_path / "tune" / "tidy.csv").write_text("job,dataset_seed\n0,42\n", encoding="utf-8")
     text = claims.sections(tmp_path)["tune"]
     assert "3 of 4 grid points" in text and "test top-1 is 40.0% [30.0, 50.0]" in text and "provisional" in text
+
+
+# -- malformed result files ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rel, mutate, must_name", [
+    ("main/metrics.json", lambda d: d["systems"]["smartvector"]["test"].pop("top1_ci"),
+     "systems.smartvector.test.top1_ci"),
+    ("main_large/metrics.json", lambda d: d["systems"]["oracle"]["test"].update(top1="0.7"),
+     "systems.oracle.test.top1"),
+    ("seeds/summary.json", lambda d: d["jobs"].update(failed=1), "jobs"),
+    ("tune/summary.json", lambda d: d["results"].pop("winner"), "results.winner"),
+    ("reembed_cost/reembed_cost.json", lambda d: d.pop("paper_claim"), "paper_claim"),
+    ("feedback_loop/feedback_loop.json", lambda d: d["series"][3].pop("top1"), "series[3].top1"),
+    ("lvl_eval/lvl_eval.json", lambda d: d.update(latency=[]), "latency"),
+])
+def test_a_malformed_result_file_is_one_line_naming_file_and_key(rel, mutate, must_name, tmp_path, capsys,
+                                                                  monkeypatch):
+    """Through its result class: the run stops before any document is written, exit 2, one line."""
+    doc = committed(rel)
+    mutate(doc)
+    path = write(tmp_path, rel, doc)
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- claims:start -->\nold\n<!-- claims:end -->\n", encoding="utf-8")
+    monkeypatch.setattr(claims, "DOCUMENTS", (readme,))
+    for mode in ([], ["--write-readme"], ["--check"]):
+        assert claims.main(["--results", str(tmp_path), *mode]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {path}: {must_name}: ") and err.count("\n") == 1, err
+    assert readme.read_text(encoding="utf-8") == "<!-- claims:start -->\nold\n<!-- claims:end -->\n"
+
+
+def test_check_mode_names_the_sections_out_of_date(tmp_path, monkeypatch, capsys):
+    results = tmp_path / "results"
+    write(results, "seeds/summary.json", seeds_summary())
+    texts = claims.sections(results)
+    readme = tmp_path / "README.md"
+    readme.write_text("".join(f"<!-- {n}:start -->\n<!-- {n}:end -->\n" for n in texts))
+    monkeypatch.setattr(claims, "DOCUMENTS", (readme,))
+    assert claims.main(["--results", str(results), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "section claims" in err and "section seeds" in err
+    claims.write_readme(readme, {n: t for n, t in texts.items() if n != "seeds"})
+    assert claims.main(["--results", str(results), "--check"]) == 1
+    err = capsys.readouterr().err
+    assert "section seeds" in err and "section claims" not in err
+    assert claims.main(["--results", str(results), "--write-readme"]) == 0
+    assert claims.main(["--results", str(results), "--check"]) == 0
 
 
 # -- writing the README ----------------------------------------------------------------------------------------

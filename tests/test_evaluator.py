@@ -9,9 +9,11 @@ import pytest
 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
-from smartvector_bench.core.evaluator import evaluate_split, judge, power_analysis
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.evaluator import evaluate_split, judge, judge_sets, power_analysis, rank_summary
 from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect,
-                                       ece, leakage_rate, minimum_detectable_difference)
+                                       ece, in_sets, leakage_rate, minimum_detectable_difference)
+from smartvector_bench.core.metrics.summary import first_relevant_rank
 from smartvector_bench.core.run import Run
 
 _ = -1  # padding
@@ -277,6 +279,73 @@ def test_bad_inputs():
     short = Run(system="short", ranked=RANKED[:4], scores=np.zeros((4, 8)), confidence=CONF[:4])
     with pytest.raises(ValueError, match="rows"):
         evaluate_split(short, q, "dev")
+
+
+# ---- set-valued relevance (judge_sets, rank_summary) ---------------------------------------------------------
+
+def test_judge_sets_a_hit_stands_for_several_rows_or_none():
+    q = make_queries()
+    hits = [
+        [[7, 2], [], [9, 1]],   # vs q1 (relevant 1, stale 2): top hit holds stale 2; the 2nd maps to no row
+        [[6, 5]],               # vs q0 (relevant 0, 5): one of the top hit's two rows is relevant
+        [[4], [3]],             # vs q2 (relevant 3, rumour 4)
+        [[0], [13]],            # vs q3 (relevant 13) with k = 2: rank 2
+        [],                     # vs q5: nothing returned
+    ]
+    j = judge_sets(hits, q, k=2, qidx=np.array([1, 0, 2, 3, 5]))
+    assert j["correct"].tolist() == [False, True, False, False, False]
+    assert j["stale"].tolist() == [True, False, False, False, False]
+    assert j["rumor"].tolist() == [False, False, True, False, False]
+    # q1's relevant row 1 is at rank 3, beyond k = 2: not found
+    assert j["rank"].tolist() == [0, 1, 2, 2, 0]
+    assert j["rr"].tolist() == [0.0, 1.0, 0.5, 0.5, 0.0]
+    assert j["found"].tolist() == [False, True, True, True, False]
+    assert j["n_hits"].tolist() == [2, 1, 2, 2, 0] and j["n_unmapped"].tolist() == [1, 0, 0, 0, 0]
+    assert judge_sets(hits[:1], q, k=3, qidx=np.array([1]))["rank"].tolist() == [3]
+    # a malformed set holding -1 matches nothing, not even a neighbouring query's row
+    bad = make_queries()
+    bad.stale = Ragged.from_lists([[], [-1]] + [[]] * 6)
+    assert not judge_sets([[[19]], [[19]]], bad, k=1, qidx=np.array([0, 1]))["stale"].any()
+    with pytest.raises(BenchError, match="2 hit lists for 1 queries"):
+        judge_sets(hits[:2], q, k=2, qidx=np.array([1]))
+
+
+def test_judge_is_judge_sets_on_singleton_sets():
+    q, run = make_queries(), make_run()
+    sets = [[[int(c)] for c in row if c >= 0] for row in RANKED]
+    js, j = judge_sets(sets, q, k=10), judge(run, q)
+    for key, sets in (("correct", q.relevant), ("stale", q.stale), ("rumor", q.rumor)):
+        assert js[key].tolist() == j[key].tolist() == in_sets(run.top1, sets).tolist(), key
+    assert js["rr"].tolist() == pytest.approx(j["rr10"].tolist())  # trec_eval's RR@10 over the graded qrels
+    assert js["rank"].tolist() == [1, 3, 7, 0, 1, 1, 2, 0]
+
+
+def test_judge_sets_rank_is_first_relevant_rank():
+    rng = np.random.default_rng(7)
+    q = make_queries()
+    for _ in range(50):
+        qidx = rng.integers(0, len(q), size=6)
+        hits = [[rng.choice(20, size=rng.integers(0, 3), replace=False).tolist() for _ in range(rng.integers(0, 6))]
+                for _ in qidx]
+        j = judge_sets(hits, q, k=4, qidx=qidx)
+        want = [first_relevant_rank(h[:4], set(q.relevant.row(int(i)).tolist())) or 0 for h, i in zip(hits, qidx)]
+        assert j["rank"].tolist() == want
+
+
+def test_rank_summary_plain_or_cluster_bootstrap():
+    q = make_queries()
+    j = judge_sets([[[int(c)] for c in row if c >= 0] for row in RANKED], q, k=10)
+    res = rank_summary(j, 10, n_boot=200, seed=3)
+    assert list(res) == ["n", "top1", "top1_ci", "correct", "mrr@10", "mrr@10_ci", "recall@10"]
+    assert (res["n"], res["top1"], res["correct"], res["recall@10"]) == (8, 0.375, 3, 0.75)
+    assert res["mrr@10"] == round((1 + 1 / 3 + 1 / 7 + 1 + 1 + 1 / 2) / 8, 6)
+    lo, hi = bootstrap_mean_ci(j["rr"], n_boot=200, seed=3)   # clusters=None: the plain per-query bootstrap
+    assert res["mrr@10_ci"] == [round(lo, 6), round(hi, 6)]
+    dev = np.arange(5)
+    fam = rank_summary(j, 10, n_boot=200, seed=3, select=dev, clusters=FAMILY[dev])
+    lo, hi = cluster_bootstrap_mean_ci(j["correct"][dev], FAMILY[dev], n_boot=200, seed=3)
+    assert fam["n"] == 5 and fam["top1_ci"] == [round(lo, 6), round(hi, 6)]
+    assert rank_summary(j, 10, select=np.zeros(8, dtype=bool)) == {"n": 0}
 
 
 # ---- power_analysis ---------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
-"""paper_figures/: every figure script on a small hand-made results/ tree in the v2 layouts (metrics.json with
-families, cluster-bootstrap intervals, permutation tests and power; the large profile; the shortcut audit;
-sweeps; the feedback loop's test and dev rows): files are written, bytes are identical on reruns and in a
-fresh process, a missing input skips the figure with a message, a malformed input raises an error naming the
-file and the column or key; the systems appear in the main table's order and captions say families."""
+"""paper_figures/: every figure script on a results/ tree of the committed JSON result files (both profiles'
+metrics.json, the re-embedding cost, lvl_eval: complete, so their result classes validate them) and small
+hand-made CSVs (the shortcut audit, sweeps, the feedback loop's test and dev rows, perf): files are written,
+bytes are identical on reruns and in a fresh process, a missing input skips the figure with a message, a
+malformed input (a missing key or column, a value of the wrong type) raises a one-line error naming the file and
+the column or key; the systems appear in the main table's order and captions say families."""
 
 from __future__ import annotations
 
@@ -16,12 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
+import re
+
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+from smartvector_bench.core.results import ResultError  # noqa: E402
 
 common = importlib.import_module("paper_figures.common")
 make_all = importlib.import_module("paper_figures.make_all")
@@ -31,7 +35,6 @@ MODULES = {name: importlib.import_module(f"paper_figures.{name}") for name in FI
 # The v2 systems list in the main table's order (the large profile runs every one but smartvector_ref).
 SYSTEMS = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_ref",
            "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
-LARGE_SYSTEMS = tuple(s for s in SYSTEMS if s != "smartvector_ref")
 SWEEP_SYSTEMS = {  # as in conf/experiment/<preset>.yaml
     "contradiction_sweep": ("plain_cosine", "valid_cosine", "smartvector", "livevectorlake", "kg_smartvector",
                             "oracle"),
@@ -55,46 +58,15 @@ AUDIT_RULES = (("valid_cosine", "baseline"), ("has_digit", "surface"), ("positio
 
 # -- the fake results tree -------------------------------------------------------------------------------------
 
-def _split_metrics(i: int, split: str, n: int = 70, families: int = 6) -> dict:
-    b = round(0.06 * (i + 1) + (0.02 if split == "dev" else 0.0), 6)
-    edges = [round(0.1 * k, 1) for k in range(11)]
-    counts = [0, 0, 0, 5 + i, 20, 30 - i, 10, 4, 0, 0]
-    acc = [None if c == 0 else round(min(1.0, 0.05 * k + 0.05 * i), 3) for k, c in enumerate(counts)]
-    conf = [None if c == 0 else round(0.1 * k + 0.05, 3) for k, c in enumerate(counts)]
-    cat = {"top1": b, "top1_ci": [max(0.0, b - 0.1), b + 0.1], "n_queries": 14, "ece": 0.2,
-           "leakage_at_10": round(0.3 / (i + 1), 4), "mrr_at_10": b, "ndcg_at_10": b, "recall_at_5": b,
-           "rumor_rate": 0.0, "stale_rate": 0.1}
-    baseline = i == 0
-    return {
-        "n_queries": n, "n_families": families, "top1": b, "top1_ci": [max(0.0, b - 0.08), b + 0.08],
-        "stale_rate": round(0.3 - 0.02 * i, 6), "stale_rate_ci": [round(0.2 - 0.02 * i, 6), round(0.4 - 0.02 * i, 6)],
-        "rumor_rate": 0.0 if i == 10 else 0.1, "rumor_rate_ci": [0.0, 0.0] if i == 10 else [0.05, 0.16],
-        "ece": round(0.5 - 0.03 * i, 6), "ece_ci": [round(0.45 - 0.03 * i, 6), round(0.56 - 0.03 * i, 6)],
-        "ece_bins": {"edges": edges, "counts": counts, "accuracy": acc, "mean_confidence": conf, "n_bins": 10},
-        "mrr_at_10": b + 0.1, "mrr_at_10_ci": [b, b + 0.2],
-        "recall_at_5": b + 0.3, "recall_at_5_ci": [b + 0.2, b + 0.4],
-        "ndcg_at_10": b + 0.12, "ndcg_at_10_ci": [b + 0.02, b + 0.22],
-        "mcnemar": {"b": 3, "c": 5, "n": n, "p_value": 0.2}, "mcnemar_p": None if baseline else 0.2,
-        "permutation": {"exact": True, "n": n, "n_clusters": families, "p_value": 0.25, "statistic": 0.05},
-        "permutation_p": None if baseline else 0.25,
-        "leakage_at_10": round(0.2 / (i + 1), 4), "leakage_at_10_ci": [0.0, round(0.3 / (i + 1), 4)],
-        "by_category": {"historical": cat, "current": dict(cat, leakage_at_10=0.0)},
-    }
+COMMITTED = REPO / "results"
+# The JSON inputs are the committed result files (complete, so their result classes validate them), copied and,
+# where a test needs it, mutated; the CSV inputs (no result class) are hand-made below.
+JSON_INPUTS = ("main/metrics.json", "main_large/metrics.json", "reembed_cost/reembed_cost.json",
+               "lvl_eval/lvl_eval.json")
 
 
-def metrics_json(systems=SYSTEMS, large: bool = False) -> dict:
-    n, fam = (574, 50) if large else (70, 6)
-    name = "versioned_policies_large" if large else "versioned_policies"
-    return {"schema_version": "2.0",
-            "dataset": {"name": name, "seed": 42, "n_vectors": 2150 if large else 258,
-                        "n_queries": 1150 if large else 138, "n_families": 100 if large else 12, "sha256": "ab" * 32,
-                        "labels": True, "path": "dataset"},
-            "experiment": {"baseline": "plain_cosine", "k": 10, "name": "main", "serve_time": "2024-12-31T00:00:00Z"},
-            "power": {"alpha": 0.05, "design_effect": 3.7, "icc": 0.25, "mde_top1": 0.377, "mde_top1_at_50": 0.404,
-                      "mean_family_size": n / fam, "n_effective": 19.0, "n_families": fam, "n_queries": n,
-                      "power": 0.8, "reference_system": "valid_cosine", "reference_top1": 0.57, "split": "test"},
-            "systems": {s: {sp: _split_metrics(SYSTEMS.index(s), sp, n, fam) for sp in ("dev", "test")}
-                        for s in systems}}
+def committed(rel: str) -> dict:
+    return json.loads((COMMITTED / rel).read_text(encoding="utf-8"))
 
 
 def audit_rows(profiles=("versioned_policies", "versioned_policies_large"), seeds=(1, 2, 3)) -> list[dict]:
@@ -111,25 +83,6 @@ def audit_rows(profiles=("versioned_policies", "versioned_policies_large"), seed
                              "test_gain": gain, "n_test": 70 if p == 0 else 574 + seed % 2,
                              "n_test_families": 6 if p == 0 else 50})
     return rows
-
-
-def _summary(mean: float, n: int = 40) -> dict:
-    return {"n_edits": n, "chunks_reembedded_mean": mean, "chunks_reembedded_ci": [mean * 0.9, mean * 1.1],
-            "embedding_calls": int(mean * n)}
-
-
-def reembed_json() -> dict:
-    types = ("single_word", "sentence", "paragraph_insert", "paragraph_delete", "revert", "all")
-    strategies = {}
-    for j, s in enumerate(("full", "cdc", "surgical")):
-        strategies[s] = {
-            "by_edit_type": {t: _summary(2.0 / (j + 1) + 0.1 * k) for k, t in enumerate(types)},
-            "single_word_by_document_chunks": {k: _summary(float(n) if s == "full" else 1.0 + 0.02 * n, 10 + int(n))
-                                               for n, k in ((1, "1"), (2, "2"), (3, "3"), (4.57, "4+"))},
-        }
-    return {"experiment": "reembed_cost", "strategies": strategies,
-            "paper_claim": {"edit": "single_word", "full": 4.35, "surgical": 1.0, "reduction": 0.77},
-            "edits": {"by_type": {t: 60 for t in types[:-1]}}}
 
 
 def feedback_rows() -> list[dict]:
@@ -216,25 +169,12 @@ def perf_rows() -> list[dict]:
     return out
 
 
-def lvl_eval_json() -> dict:
-    """The keys fig_lvl_eval reads: per-document re-embedding shares and latency samples per tier."""
-    rng = np.random.default_rng(7)
-    steps = ["v1->v2", "v2->v3"]
-    rows = [{"doc_id": f"d{i}", "step": s, "share": round(float(rng.uniform(0, 0.4)), 6)}
-            for i in range(12) for s in steps]
-    samples = {series: {"with_embedding_s": np.round(rng.lognormal(mu, 0.3, (2, 8)), 7).tolist()}
-               for series, mu in (("hot", -4.0), ("cold_cached", -3.5), ("cold_uncached", -2.5))}
-    return {"reembedding": {"by_step": {s: {} for s in steps}, "per_document": rows},
-            "latency": {"samples": samples}}
-
-
 def build_results(root: Path) -> Path:
-    write_json(root / "lvl_eval" / "lvl_eval.json", lvl_eval_json())
+    for rel in JSON_INPUTS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(COMMITTED / rel, root / rel)
     write_csv(root / "perf" / "summary.csv", PERF_FIELDS, perf_rows())
-    write_json(root / "main" / "metrics.json", metrics_json())
-    write_json(root / "main_large" / "metrics.json", metrics_json(LARGE_SYSTEMS, large=True))
     write_csv(root / "shortcut_audit" / "shortcut_audit.csv", AUDIT_FIELDS, audit_rows())
-    write_json(root / "reembed_cost" / "reembed_cost.json", reembed_json())
     write_csv(root / "feedback_loop" / "feedback_loop.csv", FEEDBACK_FIELDS, feedback_rows())
     for sweep, keys in SWEEPS.items():
         write_csv(root / sweep / "tidy.csv", *tidy_rows(sweep, keys))
@@ -359,11 +299,60 @@ def test_malformed_input_names_file_and_column(name, results, tmp_path):
         write_json(path, obj)
     else:
         _drop_column(path, what)
-    with pytest.raises(common.FigureInputError) as e:
+    with pytest.raises(ResultError) as e:  # the result class's validation or the figure's own check
         MODULES[name].make(broken, tmp_path / "figures")
     msg = str(e.value)
-    assert str(path) in msg and must_name in msg
+    assert str(path) in msg and must_name in msg and "\n" not in msg
     assert not (tmp_path / "figures" / f"{name}.png").exists()
+
+
+# figure -> (dotted key of its JSON input, a value of the wrong type, the key the message must name)
+WRONG_TYPE = {
+    "fig_main": ("systems.smartvector.test.top1", "high", "systems.smartvector.test.top1"),
+    "fig_main_large": ("systems.oracle.test.n_queries", 5.5, "systems.oracle.test.n_queries"),
+    "fig_reliability": ("systems.bm25.test.ece_bins.edges", [0.5, 0.1], "systems.bm25.test.ece_bins.edges"),
+    "fig_leakage": ("systems.bm25.test.by_category.historical.leakage_at_10", "0",
+                    "systems.bm25.test.by_category.historical.leakage_at_10"),
+    "fig_reembed_cost": ("strategies.full.equivalent_to_rebuild.equivalent", "yes",
+                         "strategies.full.equivalent_to_rebuild.equivalent"),
+    "fig_lvl_eval": ("reembedding.by_step", [], "reembedding.by_step"),
+}
+
+
+def _set_key(obj: dict, dotted: str, value) -> None:
+    *head, last = dotted.split(".")
+    for k in head:
+        obj = obj[k]
+    obj[last] = value
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_TYPE))
+def test_wrong_type_or_missing_top_level_key_names_file_and_key(name, results, tmp_path, capsys):
+    """A JSON input of the wrong shape fails its figure alone, in one line naming the file and the key;
+    make_all goes on with the others and exits 1."""
+    key, value, must_name = WRONG_TYPE[name]
+    broken = tmp_path / "results"
+    path = broken / INPUTS[name]
+    path.parent.mkdir(parents=True)
+    obj = committed(INPUTS[name])
+    _set_key(obj, key, value)
+    write_json(path, obj)
+    with pytest.raises(ResultError, match=rf"^{path}: {re.escape(must_name)}: "):
+        MODULES[name].make(broken, tmp_path / "figures")
+    del obj["provenance"]  # every result file has it
+    write_json(path, obj)
+    with pytest.raises(ResultError, match=rf"^{path}: provenance: missing"):
+        MODULES[name].make(broken, tmp_path / "figures")
+    assert make_all.main(["--results", str(broken), "--out", str(tmp_path / "figures")]) == 1
+    err = capsys.readouterr().err
+    assert f"{name}: ERROR, malformed input: {path}: provenance: missing" in err and "Traceback" not in err
+    # a figure script alone: exit 2, one line on stderr
+    cmd = [sys.executable, str(REPO / "paper_figures" / f"{name}.py"), "--results", str(broken), "--out",
+           str(tmp_path / "figures")]
+    p = subprocess.run(cmd, check=False, capture_output=True, text=True, env=dict(os.environ, MPLBACKEND="Agg"),
+                       cwd=tmp_path, timeout=300)
+    assert p.returncode == 2 and p.stderr.startswith(f"error: {path}: provenance: missing")
+    assert p.stderr.count("\n") == 1, p.stderr
 
 
 def test_non_numeric_value_names_file_line_and_column(results, tmp_path):
@@ -398,7 +387,7 @@ def test_invalid_json_is_malformed(tmp_path):
     path = tmp_path / "results" / "main" / "metrics.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"systems": ', encoding="utf-8")
-    with pytest.raises(common.FigureInputError, match="metrics.json: not valid JSON"):
+    with pytest.raises(ResultError, match="metrics.json: not readable as JSON"):
         MODULES["fig_main"].make(tmp_path / "results", tmp_path / "figures")
 
 
@@ -479,10 +468,13 @@ def test_system_order_is_the_main_table_order():
     assert common.PAPER_COLOUR not in col.values()  # red stays for the paper's claims
 
 
-@pytest.mark.parametrize("name, systems", [("fig_main", SYSTEMS), ("fig_main_large", LARGE_SYSTEMS)])
-def test_main_figures_show_every_system_in_table_order(name, systems, results, tmp_path, monkeypatch):
+@pytest.mark.parametrize("name", ["fig_main", "fig_main_large"])
+def test_main_figures_show_every_system_in_table_order(name, results, tmp_path, monkeypatch):
     fig = _drawn(name, results, tmp_path, monkeypatch)
-    assert _ticks_top_down(fig.axes[0]) == list(systems)
+    systems = committed(INPUTS[name])["systems"]
+    order = [s for s in common.SYSTEM_ORDER if s in systems]
+    assert len(order) == len(systems)  # every system of the committed run has its place in the table's order
+    assert _ticks_top_down(fig.axes[0]) == order
     text = " ".join(_texts(fig))
     assert "cluster bootstrap" in text and "over families" in text and "over queries" not in text
     n = "574 queries in 50 families" if name == "fig_main_large" else "70 queries in 6 families"

@@ -151,10 +151,7 @@ def test_files_written_and_json_is_the_result(small):
     assert claims["reprocessing_share"]["theirs"]["paper_range"] == [0.10, 0.15]
     assert claims["temporal_leakage"]["verdict"] == "holds" and claims["temporal_leakage"]["ours"] == 0.0
     assert result["lake"]["check"]["consistent"] is True and result["lake"]["temporary"] is True
-    if result["plots"]["files"]:
-        assert all((out / f).is_file() for f in result["plots"]["files"])
-    else:
-        assert "matplotlib" in result["plots"]["note"]
+    assert result["plots"] == lvl_eval.PLOTS and not list(out.glob("*.png"))  # figures: paper_figures only
 
 
 def test_reembedding_shares_are_per_document_and_match_the_ground_truth(small):

@@ -159,13 +159,38 @@ def test_rounding_and_abs_tolerances(results, capsys):
 # -- missing metrics ---------------------------------------------------------------------------------------------
 
 def test_a_metric_missing_from_the_results_fails_naming_it(results, capsys):
-    _edit_json(results / "main" / "metrics.json", lambda m: m["systems"]["smartvector"]["test"].pop("recall_at_5"))
+    # a key MainMetrics does not require (a required one fails the whole file: the next test)
+    _edit_json(results / "main" / "metrics.json", lambda m: m["systems"]["smartvector"]["test"].pop("permutation_p"))
     code, out = gate(results, capsys=capsys)
     assert code == 1
     rows = _failed_rows(out)
-    # the expected-value row (tolerance "4 dp"), besides the invariant that requires the key
-    assert any(r.startswith("| main.systems.smartvector.test.recall_at_5 |") and "| MISSING | 4 dp | FAIL" in r
-               and "key main.systems.smartvector.test.recall_at_5 missing" in r for r in rows), rows
+    assert [r for r in rows if r.startswith("| main.systems.smartvector.test.permutation_p |")
+            and "| MISSING | 4 dp | FAIL" in r and "key main.systems.smartvector.test.permutation_p missing" in r], rows
+
+
+@pytest.mark.parametrize("key", ["systems.smartvector.test.recall_at_5", "calibration"])
+def test_a_committed_metrics_file_without_a_required_key_is_one_error_naming_file_and_key(tmp_path, key):
+    """The committed results/main/metrics.json, one key MainMetrics requires removed: the gate (its real command
+    line) reads it through MainMetrics and reports one line naming the file and the key, exit 1, no traceback."""
+    path = tmp_path / "main" / "metrics.json"
+    path.parent.mkdir()
+    doc = json.loads((REPO / "results" / "main" / "metrics.json").read_text(encoding="utf-8"))
+    *parents, last = key.split(".")
+    at = doc
+    for k in parents:
+        at = at[k]
+    del at[last]
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "smartvector_bench.tools.gate", "--no-committed", "--only", "main",
+                           "--results-from", str(tmp_path)], cwd=REPO, capture_output=True, text=True, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "Traceback" not in out
+    failed = _failed_rows(proc.stdout)
+    assert len(failed) == 1, failed
+    assert failed[0].startswith(f"| main.{key} | a main result file | ERROR |")
+    assert f"{path}: {key}: missing" in failed[0] and "expected values not compared" in failed[0]
+    assert f"REGRESSION: main.{key}" in proc.stderr.splitlines()
 
 
 def test_a_whole_system_missing_fails(results, capsys):

@@ -79,6 +79,11 @@ def edited(blessed, tmp_path_factory) -> tuple[Path, list[tuple[str, str]], dict
             bins[key][i] = bins[key][i] + 1 if key == "counts" else _nudge(bins[key][i], 0.05)
             where[key] = (system, i)
 
+    def one_job_failed(d):  # consistent (SweepSummary reads it), but tidy.csv says the job completed
+        d["jobs"].update(complete=d["jobs"]["complete"] - 1, failed=d["jobs"]["failed"] + 1)
+        d["failed"].append({"job": 0, "job_dir": "x", "overrides": [], "note": "edited"})
+        d["all_complete"] = False
+
     def half_life(d):
         grid = d["results"]["systems"]["smartvector"]["top1"]
         grid[1][2] = _nudge(grid[1][2])
@@ -88,7 +93,7 @@ def edited(blessed, tmp_path_factory) -> tuple[Path, list[tuple[str, str]], dict
           lambda d: d["results"]["systems"]["smartvector"]["test"]["top1"].update(
               mean=d["results"]["systems"]["smartvector"]["test"]["top1"]["mean"] + 0.01))
     _edit(tree / "tune" / "summary.json", lambda d: d["results"]["winner"].update(job=7))
-    _edit(tree / "ablation" / "summary.json", lambda d: d["jobs"].update(failed=1))
+    _edit(tree / "ablation" / "summary.json", one_job_failed)
     _edit(tree / "half_life" / "summary.json", half_life)
     _edit(tree / "lvl_eval" / "lvl_eval.json",
           lambda d: d["change_detection"]["per_class"]["new"].update(recall=0.3))
@@ -140,6 +145,23 @@ def test_a_tune_winner_and_job_counts_are_recomputed(edited):
     _, got, _ = edited
     assert ("tune/summary.json", "results.winner.job") in got
     assert ("ablation/summary.json", "jobs.failed") in got
+
+
+def test_a_malformed_summary_or_metrics_file_is_one_row_naming_file_and_key(tree, capsys):
+    """Files their result objects refuse (SweepSummary, MainMetrics): one row each, naming file and key."""
+    _edit(tree / "ablation" / "summary.json", lambda d: d["jobs"].update(failed=1))  # counts no longer add up
+    _edit(tree / "main" / "metrics.json", lambda d: d["systems"]["bm25"]["dev"].pop("ece_ci"))
+    got = fails(tree)
+    hashes = ["sha256", "PROVENANCE.json sha256"]  # the edits themselves; then the one row of each file
+    assert [m for f, m in got if f == "ablation/summary.json"] == [*hashes, "jobs"]
+    assert [m for f, m in got if f == "main/metrics.json"] == [*hashes, "systems.bm25.dev.ece_ci"]
+    assert gate_cli.main(["--results", str(tree), "--only", "ablation", "--results-from", str(tree)]) == 1
+    out = capsys.readouterr().out
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip().startswith("FAIL ")]
+    assert f"FAIL {tree.resolve()}/ablation/summary.json: jobs is invalid, expected a valid summary (the counts per " \
+           "status do not add up to planned" in "\n".join(lines)
+    assert any(ln.startswith(f"FAIL {tree.resolve()}/main/metrics.json: systems.bm25.dev.ece_ci: expected [lo, hi], got None; ")
+               and ln.endswith(" expected values not compared") for ln in lines), lines
 
 
 def test_a_half_life_grid_cell_edit_fails(edited):
@@ -250,11 +272,22 @@ def test_write_expected_prints_every_change(tree, capsys):
     _edit(tree / "main" / "metrics.json",
           lambda d: d["systems"]["oracle"]["dev"].update(recall_at_5=0.5))
     (tree / "notes.txt").write_text("x\n")
-    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d.pop("detection_quality", None))
+    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d["detection_quality"].pop("smartvector_live"))
     assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert any(ln.startswith("changed experiments.main.main.systems.oracle.dev.recall_at_5: ") and
                ln.endswith("-> 0.5 (exact4)") for ln in out), out[:20]
     assert any(ln.startswith("added manifest.files.notes.txt: sha256 ") for ln in out)
     assert any(ln.startswith("changed manifest.files.main/metrics.json: ") for ln in out)
-    assert any(ln.startswith("removed experiments.feedback_loop.feedback_loop.detection_quality.") for ln in out)
+    assert any(ln.startswith("removed experiments.feedback_loop.feedback_loop.detection_quality.smartvector_live.")
+               for ln in out)
+
+
+def test_write_expected_refuses_a_file_its_result_object_refuses(tree, capsys):
+    _edit(tree / "feedback_loop" / "feedback_loop.json", lambda d: d.pop("detection_quality"))
+    before = (tree / "expected.json").read_bytes()
+    assert gate_cli.main(["--write-expected", "--results", str(tree)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"smartvector-regress: error: {tree}/feedback_loop/feedback_loop.json: detection_quality: "
+                           "missing (a feedback_loop result has it)")
+    assert (tree / "expected.json").read_bytes() == before

@@ -88,6 +88,17 @@ def test_a_malformed_file_names_the_file_and_the_key(tmp_path, folder, edit, key
     _one_line(e, str(path), key)
 
 
+def test_the_error_holds_file_and_key_apart_and_names_the_file_as_asked(tmp_path):
+    path = _edited(tmp_path, "main", lambda d: d["systems"]["bm25"]["dev"].pop("ece"))
+    with pytest.raises(ResultError) as e:
+        MainMetrics.load(path, source="results/main/metrics.json")
+    assert str(e.value) == "results/main/metrics.json: systems.bm25.dev.ece: missing"
+    assert (e.value.file, e.value.key) == ("results/main/metrics.json", "systems.bm25.dev.ece")
+    with pytest.raises(ResultError) as e:
+        MainMetrics.load(tmp_path / "nowhere.json", source="shown.json")
+    assert str(e.value) == "shown.json: not found" and (e.value.file, e.value.key) == ("shown.json", None)
+
+
 def test_unreadable_and_absent_files(tmp_path):
     bad = tmp_path / "metrics.json"
     bad.write_text('{"systems": ', encoding="utf-8")

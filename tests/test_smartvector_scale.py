@@ -236,7 +236,10 @@ def test_metadata_bytes_accounts_columns_and_index(served, data):
     assert m["index"] == n * 384 * 4
     assert m["total"] == sum(m["arrays"].values()) + sum(m["edges"].values())
     assert m["ratio"] == pytest.approx(m["total"] / m["index"])
-    assert m["arrays"]["corpus.created_at"] == n * 8
+    assert m["not_counted"]["corpus.created_at"] == n * 8  # the document store's float64; the search reads
+    assert m["arrays"]["store.created_at"] < n * 8  # the store's exact compact copy
+    assert m["arrays"]["store.superseded_by"] == n * 4
+    assert m["edges"]["agent.edges"] == served.agent.edges.nbytes >= n + 2 * served.agent.edges.nnz
 
 
 # -- prior candidates: block bounds, widening, fallback ------------------------------------------------------------

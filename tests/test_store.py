@@ -254,8 +254,8 @@ def test_deprecated_vector_never_becomes_dormant():
 
 def test_penalize_floor_never_raises_and_ledger():
     s = store_of(one(0.9, 0.0, n=4))
-    s.corpus.authority[2] = 0.12
-    s.corpus.authority[3] = 0.03
+    s.authority[2] = 0.12  # the store's own (compact) copy of the corpus column is what it reads
+    s.authority[3] = 0.03
     s.penalize(0, 0.15, origin=9, depth=1, t=5.0, floor=0.05)   # 0.9 - 0.15 = 0.75
     s.penalize(0, 0.075, origin=8, depth=2, t=6.0, floor=0.05)  # 0.75 - 0.075 = 0.675
     s.penalize(2, 0.15, origin=9, depth=1, t=5.0, floor=0.05)   # 0.12 - 0.15 < 0.05 -> 0.05 (applied 0.07)

@@ -18,11 +18,20 @@ chunker makes one chunk per section) and contains a digit; no section other than
 ``runbook_step`` contains a rendering of any of the topic's values, and such a section shares at most two
 content words with the topic's questions (so that it does not restate what they ask); ``{who}`` appears at
 most once per section (required in ``fact`` and ``runbook_step``); questions contain no digit.
+
+The topics themselves are text data, kept in ``topics/<part>.json`` (:data:`PARTS`; each file's ``about`` says
+which topics it holds) and built into :class:`Topic` objects by :func:`load_catalog`, in file order: the
+generator draws families in catalog order, so reordering topics changes every generated dataset.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from dataclasses import dataclass
+from importlib import resources
+
+from smartvector_bench.core.errors import BenchError
 
 # Number fillers: name -> (shortest rendering, longest rendering). The generator draws each per family.
 FILLERS: dict[str, tuple[str, str]] = {
@@ -91,3 +100,83 @@ VALUE_SECTIONS = ("fact", "runbook_step")
 QUESTION_FIELDS = ("questions", "historical_questions", "dependent_questions")
 SECTION_MIN, SECTION_MAX = 101, 199
 QUESTION_MAX = 160
+
+# The catalog's files, in catalog order: topics/a.json .. topics/d.json, five topics each.
+PARTS = ("a", "b", "c", "d")
+_TOPIC_FIELDS = tuple(f.name for f in dataclasses.fields(Topic))
+_SCOPE_FIELDS = tuple(f.name for f in dataclasses.fields(Scope))
+_TEXT_FIELDS = ("key", "title", "runbook_title", "topic", "phrase")
+
+
+class CatalogError(BenchError):
+    """A catalog file is malformed; the message names the file, the topic and the field."""
+
+
+def _check_fields(where: str, raw, names: tuple[str, ...]) -> None:
+    if not isinstance(raw, dict):
+        raise CatalogError(f"{where}: must be an object with the fields {', '.join(names)}")
+    missing = [n for n in names if n not in raw]
+    if missing:
+        raise CatalogError(f"{where}: missing field {missing[0]!r}")
+    unknown = [n for n in raw if n not in names]
+    if unknown:
+        raise CatalogError(f"{where}: unknown field {unknown[0]!r}; allowed: {', '.join(names)}")
+
+
+def _list_of(where: str, value, kind: type, what: str) -> list:
+    # bool is an int subclass: a JSON true among the values is a typo, not 1
+    if not isinstance(value, list) or not all(isinstance(x, kind) and not isinstance(x, bool) for x in value):
+        raise CatalogError(f"{where}: must be a list of {what}")
+    return value
+
+
+def _scope(where: str, raw) -> Scope:
+    _check_fields(where, raw, _SCOPE_FIELDS)
+    for name in _SCOPE_FIELDS:
+        if not isinstance(raw[name], str):
+            raise CatalogError(f"{where}.{name}: must be a string")
+    return Scope(**raw)
+
+
+def _topic(where: str, raw) -> Topic:
+    _check_fields(where, raw, _TOPIC_FIELDS)
+    kw: dict = {}
+    for name in _TOPIC_FIELDS:
+        value, at = raw[name], f"{where}.{name}"
+        if name in _TEXT_FIELDS:
+            if not isinstance(value, str):
+                raise CatalogError(f"{at}: must be a string")
+            kw[name] = value
+        elif name == "values":
+            kw[name] = tuple(_list_of(at, value, int, "integers"))
+        elif name == "scopes":
+            kw[name] = tuple(_scope(f"{at}[{j}]", s) for j, s in enumerate(_list_of(at, value, dict, "objects")))
+        else:
+            kw[name] = tuple(_list_of(at, value, str, "strings"))
+    return Topic(**kw)
+
+
+def load_topics(path) -> tuple[Topic, ...]:
+    """The topics of one catalog file (a path or an importlib.resources Traversable), in file order. A file
+    that is not ``{"about": str, "topics": [topic, ...]}`` with every Topic and Scope field, and no other,
+    raises a one-line :class:`CatalogError` naming the file, the topic and the field."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: no such catalog file") from None
+    except json.JSONDecodeError as e:
+        raise CatalogError(f"{path}: line {e.lineno}: not valid JSON ({e.msg})") from None
+    _check_fields(str(path), doc, ("about", "topics"))
+    topics = _list_of(f"{path}: topics", doc["topics"], dict, "topic objects")
+    out = []
+    for i, raw in enumerate(topics):
+        key = raw.get("key")
+        out.append(_topic(f"{path}: topic {key}" if isinstance(key, str) else f"{path}: topics[{i}]", raw))
+    return tuple(out)
+
+
+def load_catalog() -> tuple[Topic, ...]:
+    """Every topic of the catalog: the files of :data:`PARTS`, found through importlib.resources so that an
+    installed wheel reads its own copy."""
+    folder = resources.files(__package__).joinpath("topics")
+    return tuple(t for part in PARTS for t in load_topics(folder.joinpath(f"{part}.json")))

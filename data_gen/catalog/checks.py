@@ -1,7 +1,8 @@
 """Checks on catalog topics (the rules in :mod:`data_gen.catalog.base`), as plain functions returning the
 problems found, so tests and catalog authors run the same code:
 
-    python -m data_gen.catalog.checks            # every topic of the catalog
+    python -m data_gen.catalog.checks                    # every topic of the catalog
+    python -m data_gen.catalog.checks topics/x.json ...  # the topics of these files (e.g. one being written)
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ import re
 import string
 import sys
 from itertools import product
+from pathlib import Path
 
 from smartvector_bench.core.chunking import chunk_sentences
 
-from . import TOPICS
 from .base import (FILLERS, MIN_COUNTS, MIN_VALUES, N_SCOPES, QUESTION_FIELDS, QUESTION_MAX, SECTION_MAX,
-                   SECTION_MIN, SECTIONS, VALUE_SECTIONS, Topic)
+                   SECTION_MIN, SECTIONS, VALUE_SECTIONS, CatalogError, Topic, load_catalog, load_topics)
 
 _SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")
 _DIGIT = re.compile(r"[0-9]")
@@ -165,10 +166,16 @@ def check_catalog(topics) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    problems = check_catalog(TOPICS)
+    files = sys.argv[1:] if argv is None else argv
+    try:
+        topics = tuple(t for f in files for t in load_topics(Path(f))) if files else load_catalog()
+    except CatalogError as exc:
+        print(f"data_gen.catalog.checks: error: {exc}", file=sys.stderr)
+        return 2
+    problems = check_catalog(topics)
     for p in problems:
         print(p)
-    print(f"{len(TOPICS)} topics, {len(problems)} problems")
+    print(f"{len(topics)} topics, {len(problems)} problems")
     return 1 if problems else 0
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
 
 
@@ -10,14 +11,14 @@ def _pct(x: float | None) -> str:
 
 
 def _pct_ci(m: dict, key: str) -> str:
-    lo, hi = m.get(f"{key}_ci") or [None, None]
+    lo, hi = m.get(M.ci(key)) or [None, None]
     if lo is None:
         return _pct(m[key])
     return f"{_pct(m[key])} [{100 * lo:.1f}, {100 * hi:.1f}]"
 
 
 def _num_ci(m: dict, key: str) -> str:
-    lo, hi = m.get(f"{key}_ci") or [None, None]
+    lo, hi = m.get(M.ci(key)) or [None, None]
     if m[key] is None:
         return "-"
     return f"{m[key]:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
@@ -42,7 +43,7 @@ def ordered(names) -> list[str]:
 
 
 SOFT_SUFFIX = "_soft"  # <system>_soft: the same system with its status filter off (conf/retriever/*_soft.yaml)
-CONSTRUCTION_METRICS = ("stale_rate", "rumor_rate")
+CONSTRUCTION_METRICS = (M.STALE_RATE, M.RUMOR_RATE)
 
 
 def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
@@ -67,14 +68,14 @@ def main_table(metrics: dict, split: str) -> str:
             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in ordered(metrics["systems"]):
         m = metrics["systems"][name][split]
-        hist = m["by_category"].get("historical", {}).get("leakage_at_10")
-        leak = "-" if m.get("leakage_at_10") is None else f"{_pct(m['leakage_at_10'])} ({_pct(hist)})"
-        tests = "-" if name == baseline else f"{_p(m['mcnemar_p'])} / {_p(m.get('permutation_p'))}"
-        rows.append(f"| {name} | {_pct_ci(m, 'top1')} | {_rate(metrics, name, 'stale_rate', split)} | "
-                    f"{_rate(metrics, name, 'rumor_rate', split)} | "
-                    f"{_num_ci(m, 'ece')} | {_num_ci(m, 'mrr_at_10')} | {_pct_ci(m, 'recall_at_5')} | "
-                    f"{_num_ci(m, 'ndcg_at_10') if m.get('ndcg_at_10') is not None else '-'} | {leak} | "
-                    f"{m['n_queries']} ({m.get('n_families', '-')}) | {tests} |")
+        hist = m["by_category"].get("historical", {}).get(M.LEAKAGE_AT_10)
+        leak = "-" if m.get(M.LEAKAGE_AT_10) is None else f"{_pct(m[M.LEAKAGE_AT_10])} ({_pct(hist)})"
+        tests = "-" if name == baseline else f"{_p(m[M.MCNEMAR_P])} / {_p(m.get(M.PERMUTATION_P))}"
+        rows.append(f"| {name} | {_pct_ci(m, M.TOP1)} | {_rate(metrics, name, M.STALE_RATE, split)} | "
+                    f"{_rate(metrics, name, M.RUMOR_RATE, split)} | "
+                    f"{_num_ci(m, M.ECE)} | {_num_ci(m, M.MRR_AT_10)} | {_pct_ci(m, M.RECALL_AT_5)} | "
+                    f"{_num_ci(m, M.NDCG_AT_10) if m.get(M.NDCG_AT_10) is not None else '-'} | {leak} | "
+                    f"{m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
     return "\n".join(rows)
 
 
@@ -88,13 +89,12 @@ def calibration_table(metrics: dict) -> str:
     rows = [head, "|---|---|---|---|" + "---|---|" * len(methods)]
     for name in ordered(metrics["systems"]):
         m = metrics["systems"][name]["test"]
-        cells = [_num_ci(m, "ece"), _num_ci(m, "brier") if m.get("brier") is not None else "-",
-                 _num_ci(m, "auroc") if m.get("auroc") is not None else "-"]
+        cells = [_num_ci(m, M.ECE)] + [_num_ci(m, key) if m.get(key) is not None else "-" for key in (M.BRIER, M.AUROC)]
         for meth in methods:
             r = (cal.get(name) or {}).get(meth)
             cells += ["-", "-"] if r is None else [
-                _num_ci(r, "ece_calibrated") if r.get("ece_calibrated") is not None else "-",
-                _num_ci(r, "brier_calibrated") if r.get("brier_calibrated") is not None else "-"]
+                _num_ci(r, key) if r.get(key) is not None else "-"
+                for key in (M.calibrated(M.ECE), M.calibrated(M.BRIER))]
         rows.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -107,7 +107,7 @@ def power_line(metrics: dict) -> str:
     def pts(x: float | None) -> str:
         return "none (no increase is detectable)" if x is None else f"{100 * x:.1f} points"
 
-    return (f"Power ({pw['split']} split, {pw['n_queries']} queries in {pw['n_families']} families, intra-family "
+    return (f"Power ({pw['split']} split, {pw[M.N_QUERIES]} queries in {pw[M.N_FAMILIES]} families, intra-family "
             f"correlation {pw['icc']:.2f} of {pw['reference_system']}'s top-1, design effect "
             f"{pw['design_effect']:.2f}, {pw['n_effective']:.0f} effective queries): the minimum detectable top-1 "
             f"difference at {100 * pw['power']:.0f}% power and alpha {pw['alpha']} is "
@@ -118,12 +118,12 @@ def claims_table(metrics: dict, split: str = "test") -> str:
     rows = ["| system | metric | paper claims | ours (95% CI) |", "|---|---|---|---|"]
     for name, claims in PAPER_MAIN_TABLE.items():
         ours = metrics["systems"].get(name, {}).get(split)
-        for key, label in (("top1", "top-1 accuracy"), ("stale_rate", "stale rate"), ("ece", "ECE")):
-            claim = f"{claims[key]:.3f}" if key == "ece" else _pct(claims[key])
+        for key, label in ((M.TOP1, "top-1 accuracy"), (M.STALE_RATE, "stale rate"), (M.ECE, "ECE")):
+            claim = f"{claims[key]:.3f}" if key == M.ECE else _pct(claims[key])
             if ours is None:
                 got = "not run"
             else:
-                got = _num_ci(ours, key) if key == "ece" else _pct_ci(ours, key)
+                got = _num_ci(ours, key) if key == M.ECE else _pct_ci(ours, key)
             rows.append(f"| {name} | {label} | {claim} | {got} |")
     return "\n".join(rows)
 
@@ -134,7 +134,7 @@ def category_table(metrics: dict, split: str) -> str:
     for name in ordered(metrics["systems"]):
         bc = metrics["systems"][name][split]["by_category"]
         rows.append(f"| {name} | " + " | ".join(
-            f"{_pct(bc[c]['top1'])} (n={bc[c]['n_queries']})" if c in bc else "-" for c in cats) + " |")
+            f"{_pct(bc[c][M.TOP1])} (n={bc[c][M.N_QUERIES]})" if c in bc else "-" for c in cats) + " |")
     return "\n".join(rows)
 
 

@@ -6,6 +6,7 @@ import csv
 import io
 from collections import Counter
 
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.verdicts.lvl_rules import RULES
 
 SERIES = ("hot", "cold_cached", "cold_uncached")  # which lake / tier answers
@@ -60,13 +61,14 @@ def render(result: dict) -> str:
         (f"| change detection accuracy | 100% (147/147) | must embed: {_pr(me)}; deletions: P {_pct(de['precision'])}, "
          f"R {_pct(de['recall'])}; class labels agree on {cd['class_agreement']['agree']} of "
          f"{cd['class_agreement']['of']} positions | **{v['change_detection']}** |"),
-        (f"| temporal accuracy | 100% (20 historical queries) | top-1 {_pct(hist.get('top1'))}{_ci(hist.get('top1_ci'))} "
-         f"on {hist.get('n', 0)} historical queries (MRR@{k} {hist.get(f'mrr@{k}', 0):.3f}); current: top-1 "
-         f"{_pct(cur.get('top1'))}{_ci(cur.get('top1_ci'))} | **{v['temporal_accuracy']}** |"),
+        (f"| temporal accuracy | 100% (20 historical queries) | top-1 {_pct(hist.get(M.TOP1))}"
+         f"{_ci(hist.get(M.ci(M.TOP1)))} on {hist.get('n', 0)} historical queries (MRR@{k} "
+         f"{hist.get(M.mrr_at(k), 0):.3f}); current: top-1 {_pct(cur.get(M.TOP1))}{_ci(cur.get(M.ci(M.TOP1)))} "
+         f"| **{v['temporal_accuracy']}** |"),
         (f"| temporal leakage | 0% | {_pct(lk['share_lake'], 2)} of {lk['returned']} returned rows outside their "
          f"window (corpus windows: {_pct(lk['share_corpus'], 2)}) | **{v['temporal_leakage']}** |"),
         "",
-        "Verdict rules (in `experiments/lvl_eval.py`, `RULES`):",
+        "Verdict rules (in `smartvector_bench/core/verdicts/lvl_rules.py`, `RULES`):",
         "",
     ]
     lines += [f"- {name}: {rule}." for name, rule in RULES.items()]
@@ -154,8 +156,9 @@ def render(result: dict) -> str:
     for cat in ("current", "historical"):
         m = tmp[cat]
         if m.get("n"):
-            lines.append(f"| {cat} | {m['n']} | {_pct(m['top1'])}{_ci(m['top1_ci'])} | {m[f'mrr@{k}']:.3f} "
-                         f"[{m[f'mrr@{k}_ci'][0]:.3f}, {m[f'mrr@{k}_ci'][1]:.3f}] | {_pct(m[f'recall@{k}'])} |")
+            mrr, mrr_ci = m[M.mrr_at(k)], m[M.ci(M.mrr_at(k))]
+            lines.append(f"| {cat} | {m['n']} | {_pct(m[M.TOP1])}{_ci(m[M.ci(M.TOP1)])} | {mrr:.3f} "
+                         f"[{mrr_ci[0]:.3f}, {mrr_ci[1]:.3f}] | {_pct(m[M.recall_at(k)])} |")
     lines += ["", (f"Leakage: {lk['outside_window_lake']} of {lk['returned']} returned rows have a window (the lake's) "
                    f"that excludes the query's as_of; {lk['outside_window_corpus']} map to no corpus row valid then. "
                    "Their 'temporal accuracy' restates this filter; accuracy against gold answers is the row above.")]

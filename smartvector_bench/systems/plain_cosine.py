@@ -10,6 +10,7 @@ import numpy as np
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
+from smartvector_bench.systems.valid_cosine import cosine_confidence
 
 _TIE_MARGIN = 16  # fetch a few extra hits so ties at rank k are broken by our rule, not FAISS's
 
@@ -27,8 +28,7 @@ class PlainCosine:
                texts: list[str] | None = None, **_ignored) -> Run:
         scores, ids = self._index.search(query_vectors, k + _TIE_MARGIN)
         ranked, top = rank_by_score(scores, k, candidates=ids)
-        confidence = np.where(ranked[:, 0] >= 0, np.clip(top[:, 0], 0.0, 1.0), np.nan)
-        return Run(self.name, ranked, top, confidence)
+        return Run(self.name, ranked, top, cosine_confidence(ranked, top))
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]"}

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
-from smartvector_bench.core.settings import section
 from smartvector_bench.systems.base import require_fields
+from smartvector_bench.systems.cosine_baseline import CosineBaseline
 
 
 def in_force(corpus: Corpus, as_of: np.ndarray) -> np.ndarray:
@@ -41,24 +40,16 @@ class ValidCosineParams:
 IN_FORCE_FIELDS = ("created_at", "valid_from", "valid_to")  # what in_force reads
 
 
-class ValidCosine:
+class ValidCosine(CosineBaseline):
     name = "valid_cosine"
-
-    def __init__(self, name: str = "valid_cosine", **params):
-        self.name = name
-        self.p = section(ValidCosineParams, params, f"retrievers.{name}")
+    PARAMS = ValidCosineParams
 
     def check_dataset(self, corpus: Corpus) -> None:
         require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")
 
-    def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
-        self.corpus = corpus
-        self._index = FlatIndex(vectors)
-
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:
-        cos = self._index.all_scores(query_vectors)
-        cos = np.where(in_force(self.corpus, as_of), cos, -np.inf)
+        cos = self.cosine_where(query_vectors, in_force(self.corpus, as_of))
         ranked, top = rank_by_score(cos, k)
         return Run(self.name, ranked, top, cosine_confidence(ranked, top))
 

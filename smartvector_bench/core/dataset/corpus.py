@@ -11,7 +11,7 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.errors import BenchError
 
 from .columns import Corpus, CORPUS_DEFAULTS, CORPUS_META
-from .read import _ident, _int, _kind_of, MAX_INT, _need, read_jsonl, _show, _time
+from .read import ident, kind_of, MAX_INT, meta_int, meta_time, need, read_jsonl, show
 
 
 def load_corpus(path: Path, text: str | None = None) -> Corpus:
@@ -24,42 +24,42 @@ def load_corpus(path: Path, text: str | None = None) -> Corpus:
     given = {k: 0 for k in CORPUS_META}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        cid = _ident(obj, "_id", where)
+        cid = ident(obj, "_id", where)
         if cid in index_of:
             raise BenchError(f"{where}: duplicate _id {cid!r} (first on line {rows[index_of[cid]][0]})")
         index_of[cid] = len(ids)
         ids.append(cid)
         title = obj.get("title")
         if title is not None and not isinstance(title, str):
-            raise BenchError(f"{where}: 'title' must be a string or null, got {_kind_of(title)}")
+            raise BenchError(f"{where}: 'title' must be a string or null, got {kind_of(title)}")
         titles.append(title or "")
-        text_ = _need(obj, "text", where, str)
+        text_ = need(obj, "text", where, str)
         texts.append(text_)
-        meta = _need(obj, "metadata", where, dict) if "metadata" in obj else {}
+        meta = need(obj, "metadata", where, dict) if "metadata" in obj else {}
         for key in CORPUS_META:
             given[key] += key in meta
         for key in ("doc_id", "source"):
-            cols[key].append(_need(meta, key, where, str, prefix="metadata.") if key in meta else
+            cols[key].append(need(meta, key, where, str, prefix="metadata.") if key in meta else
                              cid if key == "doc_id" else CORPUS_DEFAULTS[key])
-        cols["version"].append(_int(meta, "version", where, default=CORPUS_DEFAULTS["version"]))
-        authority = (_need(meta, "authority", where, (int, float), prefix="metadata.") if "authority" in meta
+        cols["version"].append(meta_int(meta, "version", where, default=CORPUS_DEFAULTS["version"]))
+        authority = (need(meta, "authority", where, (int, float), prefix="metadata.") if "authority" in meta
                      else CORPUS_DEFAULTS["authority"])
         if not 0.0 <= authority <= 1.0:
-            raise BenchError(f"{where}: 'metadata.authority' must be in [0, 1], got {_show(authority)}")
+            raise BenchError(f"{where}: 'metadata.authority' must be in [0, 1], got {show(authority)}")
         cols["authority"].append(float(authority))
-        created = _time(meta, "created_at", where) if "created_at" in meta else None
-        valid_from = _time(meta, "valid_from", where) if "valid_from" in meta else None
+        created = meta_time(meta, "created_at", where) if "created_at" in meta else None
+        valid_from = meta_time(meta, "valid_from", where) if "valid_from" in meta else None
         # A chunk with neither time is stored and in force for all time (a plain BEIR corpus).
         cols["created_at"].append(created if created is not None else valid_from if valid_from is not None
                                   else -np.inf)
         cols["valid_from"].append(valid_from if valid_from is not None else created if created is not None
                                   else -np.inf)
-        cols["valid_to"].append(_time(meta, "valid_to", where, nullable=True) if "valid_to" in meta else np.inf)
-        cols["depends_on"].append((lineno, _need(meta, "depends_on", where, list, prefix="metadata.")
+        cols["valid_to"].append(meta_time(meta, "valid_to", where, nullable=True) if "valid_to" in meta else np.inf)
+        cols["depends_on"].append((lineno, need(meta, "depends_on", where, list, prefix="metadata.")
                                    if "depends_on" in meta else []))
         sup = meta.get("supersedes")
         if sup is not None and not isinstance(sup, str):
-            raise BenchError(f"{where}: 'metadata.supersedes' must be a chunk id or null, got {_kind_of(sup)}")
+            raise BenchError(f"{where}: 'metadata.supersedes' must be a chunk id or null, got {kind_of(sup)}")
         if sup == cid:
             raise BenchError(f"{where}: 'metadata.supersedes' names the chunk itself")
         cols["supersedes"].append((lineno, sup))
@@ -76,7 +76,7 @@ def load_corpus(path: Path, text: str | None = None) -> Corpus:
 
     def resolve(lineno: int, ref, key: str) -> int:
         if not isinstance(ref, str) or ref not in index_of:
-            raise BenchError(f"{path}:{lineno}: 'metadata.{key}' refers to unknown chunk id {_show(ref)}")
+            raise BenchError(f"{path}:{lineno}: 'metadata.{key}' refers to unknown chunk id {show(ref)}")
         return index_of[ref]
 
     depends = []

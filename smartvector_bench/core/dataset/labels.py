@@ -11,8 +11,8 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.labels import DOC_TYPES, KINDS, Timeline
 
 from .columns import Corpus, LABEL_FILES, Labels, Queries
-from .queries import _id_list
-from .read import _iso, _kind_of, _need, _number, read_jsonl, _show, _stat
+from .queries import id_list
+from .read import iso_days, kind_of, need, number, path_kind, read_jsonl, show
 
 
 def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, str] | None = None,
@@ -21,7 +21,7 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
     schema/dataset.schema.json); fills ``queries.stale``, ``rumor`` and ``family``. ``texts`` holds the files'
     already-read content, by relative name; ``dropped`` the query ids the loader left out (judged nowhere)."""
     texts = texts or {}
-    present = {name for name in LABEL_FILES if name in texts or _stat(root / name) != "missing"}
+    present = {name for name in LABEL_FILES if name in texts or path_kind(root / name) != "missing"}
 
     def rows_of(name: str) -> tuple[Path, list[tuple[int, dict]]]:
         path = root / name
@@ -32,25 +32,25 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
     line_of: dict[str, int] = {}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        key = _need(obj, "family", where, str)
+        key = need(obj, "family", where, str)
         if not key:
             raise BenchError(f"{where}: 'family' must be a non-empty string")
         if key in timelines:
             raise BenchError(f"{where}: family {key!r} is listed twice (first on line {line_of[key]})")
         line_of[key] = lineno
-        steps = _need(obj, "timeline", where, list)
+        steps = need(obj, "timeline", where, list)
         if not steps:
             raise BenchError(f"{where}: 'timeline' must be a non-empty list of {{effective_from, value}}")
         eff, vals = [], []
         for k, step in enumerate(steps):
             if not isinstance(step, dict):
                 raise BenchError(f"{where}: 'timeline[{k}]' must be an object {{effective_from, value}}, got "
-                                 f"{_kind_of(step)}")
+                                 f"{kind_of(step)}")
             for field_ in ("effective_from", "value"):
                 if field_ not in step:
                     raise BenchError(f"{where}: 'timeline[{k}]' has no {field_!r}")
-            eff.append(_iso(step["effective_from"], where, f"timeline[{k}].effective_from"))
-            vals.append(_number(step["value"], where, f"timeline[{k}].value"))
+            eff.append(iso_days(step["effective_from"], where, f"timeline[{k}].effective_from"))
+            vals.append(number(step["value"], where, f"timeline[{k}].value"))
         if any(b <= a for a, b in zip(eff, eff[1:])):
             raise BenchError(f"{where}: 'timeline' effective dates must increase")
         timelines[key] = Timeline(np.array(eff, dtype=np.float64), np.array(vals, dtype=np.float64))
@@ -64,25 +64,25 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
     seen = np.zeros(n, dtype=bool)
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        cid = _need(obj, "_id", where, str)
+        cid = need(obj, "_id", where, str)
         if cid not in corpus.index_of:
-            raise BenchError(f"{where}: unknown chunk id {_show(cid)}")
+            raise BenchError(f"{where}: unknown chunk id {show(cid)}")
         i = corpus.index_of[cid]
         if seen[i]:
             raise BenchError(f"{where}: chunk {cid!r} is labelled twice")
         seen[i] = True
-        family[i] = _need(obj, "family", where, str) if "family" in obj else ""
+        family[i] = need(obj, "family", where, str) if "family" in obj else ""
         if family[i] and timelines and family[i] not in timelines:
-            raise BenchError(f"{where}: family {_show(family[i])} is not in labels/families.jsonl")
+            raise BenchError(f"{where}: family {show(family[i])} is not in labels/families.jsonl")
         if "doc_type" in obj:
-            doc_type[i] = _need(obj, "doc_type", where, str)
+            doc_type[i] = need(obj, "doc_type", where, str)
             if doc_type[i] not in DOC_TYPES:
-                raise BenchError(f"{where}: 'doc_type' is {_show(doc_type[i])}; allowed: {', '.join(DOC_TYPES)}")
+                raise BenchError(f"{where}: 'doc_type' is {show(doc_type[i])}; allowed: {', '.join(DOC_TYPES)}")
         if "kind" in obj:
-            kind[i] = _need(obj, "kind", where, str)
+            kind[i] = need(obj, "kind", where, str)
             if kind[i] not in KINDS:
-                raise BenchError(f"{where}: 'kind' is {_show(kind[i])}; allowed: {', '.join(KINDS)}")
-        value[i] = _number(obj.get("value"), where, "value", nullable=True)
+                raise BenchError(f"{where}: 'kind' is {show(kind[i])}; allowed: {', '.join(KINDS)}")
+        value[i] = number(obj.get("value"), where, "value", nullable=True)
     if rows and not seen.all():
         raise BenchError(f"{path}: chunk {corpus.ids[int(np.argmin(seen))]!r} has no labels")
 
@@ -95,25 +95,25 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
     done = np.zeros(len(queries), dtype=bool)
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        qid = _need(obj, "_id", where, str)
+        qid = need(obj, "_id", where, str)
         if qid not in q_index:
             if dropped and qid in dropped:
                 continue  # a query no qrels file judges (left out by load_queries)
-            raise BenchError(f"{where}: unknown query id {_show(qid)}")
+            raise BenchError(f"{where}: unknown query id {show(qid)}")
         i = q_index[qid]
         if done[i]:
             raise BenchError(f"{where}: query {qid!r} is labelled twice")
         done[i] = True
         if "family" in obj:
-            q_family[i] = _need(obj, "family", where, str)
+            q_family[i] = need(obj, "family", where, str)
             if not q_family[i] or (timelines and q_family[i] not in timelines):
-                raise BenchError(f"{where}: family {_show(q_family[i])} is not in labels/families.jsonl")
+                raise BenchError(f"{where}: family {show(q_family[i])} is not in labels/families.jsonl")
         if "asks" in obj:
-            q_asks[i] = _need(obj, "asks", where, str)
+            q_asks[i] = need(obj, "asks", where, str)
             if q_asks[i] not in DOC_TYPES:
-                raise BenchError(f"{where}: 'asks' is {_show(q_asks[i])}; allowed: {', '.join(DOC_TYPES)}")
-        stale[i] = _id_list(obj, "stale", where, corpus) if "stale" in obj else []
-        rumor[i] = _id_list(obj, "rumor", where, corpus) if "rumor" in obj else []
+                raise BenchError(f"{where}: 'asks' is {show(q_asks[i])}; allowed: {', '.join(DOC_TYPES)}")
+        stale[i] = id_list(obj, "stale", where, corpus) if "stale" in obj else []
+        rumor[i] = id_list(obj, "rumor", where, corpus) if "rumor" in obj else []
     if rows and not done.all():
         raise BenchError(f"{path}: query {queries.ids[int(np.argmin(done))]!r} has no labels")
     queries.stale = Ragged.from_lists(stale)

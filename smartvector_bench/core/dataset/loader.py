@@ -11,9 +11,9 @@ from smartvector_bench.core.errors import BenchError
 from .columns import Dataset, LABEL_FILES, SPLITS
 from .corpus import load_corpus
 from .labels import load_labels
-from .manifest import _check_manifest, DATA_FILES, dataset_sha256
+from .manifest import check_manifest, DATA_FILES, dataset_sha256
 from .queries import load_qrels, load_queries, SplitSettings
-from .read import _decode, _read_bytes, _show, _stat
+from .read import decode_utf8, path_kind, read_bytes, show
 
 _LAYOUT = ("a dataset folder holds corpus.jsonl, queries.jsonl, qrels/dev.tsv and/or qrels/test.tsv, and optionally "
            "labels/ and manifest.json (schema/dataset.schema.json)")
@@ -24,14 +24,14 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     written. With a ``manifest.json``, every file it lists must match its sha256 first. ``split`` says how
     queries without a split get one (:func:`load_queries`)."""
     if not isinstance(path, (str, os.PathLike)):
-        raise BenchError(f"dataset.path={_show(path)}: must be the path of a dataset folder")
+        raise BenchError(f"dataset.path={show(path)}: must be the path of a dataset folder")
     if not str(path).strip():
         raise BenchError(f"dataset.path={path}: is empty; give the dataset folder ({_LAYOUT})")
     if "\0" in str(path):
-        raise BenchError(f"dataset.path={_show(str(path))}: contains a NUL character")
+        raise BenchError(f"dataset.path={show(str(path))}: contains a NUL character")
     root = Path(path)
     try:
-        kind = _stat(root)
+        kind = path_kind(root)
     except BenchError:
         raise BenchError(f"dataset.path={path}: cannot be read; check its permissions") from None
     if kind == "missing":
@@ -43,25 +43,25 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     for sub, fix in (("qrels", "qrels/ must be a folder holding dev.tsv and/or test.tsv"),
                      ("labels", "labels/ must be a folder holding chunks.jsonl, queries.jsonl and/or families.jsonl "
                                 "(or be absent)")):
-        if _stat(root / sub) not in ("dir", "missing"):
+        if path_kind(root / sub) not in ("dir", "missing"):
             raise BenchError(f"{root / sub}: is not a folder; {fix}")
     names = ["corpus.jsonl", "queries.jsonl"]
-    qrels_names = [f"qrels/{s_}.tsv" for s_ in SPLITS if _stat(root / "qrels" / f"{s_}.tsv") != "missing"
+    qrels_names = [f"qrels/{s_}.tsv" for s_ in SPLITS if path_kind(root / "qrels" / f"{s_}.tsv") != "missing"
                    or (root / "qrels" / f"{s_}.tsv").is_symlink()]
     if not qrels_names:
         raise BenchError(f"{root / 'qrels'}: has neither dev.tsv nor test.tsv; {_LAYOUT}")
     names += qrels_names
-    raw = {name: _read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in names}
-    has_labels = _stat(root / "labels") == "dir"
+    raw = {name: read_bytes(root / name, f"a dataset folder needs {', '.join(DATA_FILES)}") for name in names}
+    has_labels = path_kind(root / "labels") == "dir"
     if has_labels:
-        label_names = [n for n in LABEL_FILES if _stat(root / n) != "missing" or (root / n).is_symlink()]
+        label_names = [n for n in LABEL_FILES if path_kind(root / n) != "missing" or (root / n).is_symlink()]
         if not label_names:
             raise BenchError(f"{root / 'labels'}: holds none of chunks.jsonl, queries.jsonl, families.jsonl "
                              "(remove labels/ to load the folder without labels)")
         for name in label_names:
-            raw[name] = _read_bytes(root / name, "a labels/ file must be a readable file")
-    manifest, seed = _check_manifest(root, raw)
-    texts = {name: _decode(root / name, data) for name, data in raw.items()}
+            raw[name] = read_bytes(root / name, "a labels/ file must be a readable file")
+    manifest, seed = check_manifest(root, raw)
+    texts = {name: decode_utf8(root / name, data) for name, data in raw.items()}
     corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
     qpaths = {s_: root / "qrels" / f"{s_}.tsv" for s_ in SPLITS if f"qrels/{s_}.tsv" in raw}
     qrels = {s_: load_qrels(qpaths[s_], texts[f"qrels/{s_}.tsv"]) for s_ in qpaths}

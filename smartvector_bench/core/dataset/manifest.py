@@ -10,7 +10,8 @@ from pathlib import Path
 from smartvector_bench.core.errors import BenchError
 
 from .columns import DATASET_SCHEMA_VERSIONS
-from .read import _decode, _FIX, _json_error, _kind_of, _MISSING, _parse_json, _read_bytes, _SHA256, _show, _stat
+from .read import (decode_utf8, json_error, kind_of, MANIFEST_FIX, MISSING, parse_json, path_kind, read_bytes,
+                   SHA256_HEX, show)
 
 
 def dataset_sha256(file_hashes: dict[str, str]) -> str:
@@ -24,20 +25,21 @@ DATA_FILES = ("corpus.jsonl", "queries.jsonl", "qrels/dev.tsv", "qrels/test.tsv"
 
 def _entry_name(name: str) -> str:
     """A ``files`` key as the messages show it: as is when printable, else quoted."""
-    return name if name.isprintable() and len(name) <= 100 else _show(name)
+    return name if name.isprintable() and len(name) <= 100 else show(name)
 
 
 def _manifest_digest(entry, name: str, where: Path) -> tuple[str, int | None]:
     """A manifest's ``files`` entry: ``{"sha256": ..., "bytes": ...}`` (bytes optional) or a plain sha256 string."""
     label = _entry_name(name)
     digest = entry.get("sha256") if isinstance(entry, dict) else entry
-    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+    if not isinstance(digest, str) or not SHA256_HEX.fullmatch(digest):
         raise BenchError(f"{where}: 'files.{label}' must be a sha256 string (64 lowercase hex digits) or "
-                         f"{{\"sha256\": ..., \"bytes\": ...}}, got {_show(entry)}; {_FIX}")
+                         f"{{\"sha256\": ..., \"bytes\": ...}}, got {show(entry)}; {MANIFEST_FIX}")
     size = entry.get("bytes") if isinstance(entry, dict) else None
     if isinstance(entry, dict) and "bytes" in entry and (
             not isinstance(size, int) or isinstance(size, bool) or size < 0):
-        raise BenchError(f"{where}: 'files.{label}.bytes' must be a non-negative integer, got {_show(size)}; {_FIX}")
+        raise BenchError(f"{where}: 'files.{label}.bytes' must be a non-negative integer, got {show(size)}; "
+                         f"{MANIFEST_FIX}")
     return digest, size
 
 
@@ -47,36 +49,37 @@ def _inside(name: str) -> bool:
     return bool(name) and name.isprintable() and "\\" not in name and all(p not in ("", ".", "..") for p in parts)
 
 
-def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int | None]:
+def check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int | None]:
     """Parse ``manifest.json`` (when present) and check every file it lists, and ``dataset_sha256``, against the
     bytes read (``raw``: the checked files). Returns the manifest and its seed."""
     mpath = root / "manifest.json"
-    if _stat(mpath) == "missing" and not mpath.is_symlink():
+    if path_kind(mpath) == "missing" and not mpath.is_symlink():
         return None, None
-    needs = f"manifest.json must be the generator's JSON manifest; {_FIX}"
-    text = _decode(mpath, _read_bytes(mpath, needs))
+    needs = f"manifest.json must be the generator's JSON manifest; {MANIFEST_FIX}"
+    text = decode_utf8(mpath, read_bytes(mpath, needs))
     try:
-        manifest = _parse_json(text)
+        manifest = parse_json(text)
     except json.JSONDecodeError as exc:
         raise BenchError(f"{mpath}:{exc.lineno}: not valid JSON ({exc.msg}, column {exc.colno})") from None
     except (ValueError, RecursionError) as exc:
-        raise BenchError(f"{mpath}: not valid JSON ({_json_error(exc)})") from None
+        raise BenchError(f"{mpath}: not valid JSON ({json_error(exc)})") from None
     if not isinstance(manifest, dict):
-        raise BenchError(f"{mpath}: expected a JSON object, got {_kind_of(manifest)}; {_FIX}")
+        raise BenchError(f"{mpath}: expected a JSON object, got {kind_of(manifest)}; {MANIFEST_FIX}")
     if "files" not in manifest:
-        raise BenchError(f"{mpath}: has no 'files' (the sha256 of every file); {_FIX}")
+        raise BenchError(f"{mpath}: has no 'files' (the sha256 of every file); {MANIFEST_FIX}")
     files = manifest["files"]
     if not isinstance(files, dict):
-        raise BenchError(f"{mpath}: 'files' must be an object of file name -> sha256, got {_kind_of(files)}; {_FIX}")
+        raise BenchError(f"{mpath}: 'files' must be an object of file name -> sha256, got {kind_of(files)}; "
+                         f"{MANIFEST_FIX}")
     recorded: dict[str, tuple[str, int | None]] = {}
     for name, entry in files.items():
         if not _inside(name):
-            raise BenchError(f"{mpath}: 'files' names {_show(name)}, which is not a relative path inside the "
-                             f"dataset folder; {_FIX}")
+            raise BenchError(f"{mpath}: 'files' names {show(name)}, which is not a relative path inside the "
+                             f"dataset folder; {MANIFEST_FIX}")
         recorded[name] = _manifest_digest(entry, name, mpath)
-    version = manifest.get("schema_version", _MISSING)
+    version = manifest.get("schema_version", MISSING)
     if version not in DATASET_SCHEMA_VERSIONS:
-        got = "has no 'schema_version'" if version is _MISSING else f"'schema_version' is {_show(version)}"
+        got = "has no 'schema_version'" if version is MISSING else f"'schema_version' is {show(version)}"
         raise BenchError(f"{mpath}: {got}; this loader reads schema {' or '.join(DATASET_SCHEMA_VERSIONS)} "
                          "(regenerate the dataset with smartvector-gen)")
 
@@ -84,32 +87,33 @@ def _check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int
         digest, size = recorded[name]
         if hashlib.sha256(data).hexdigest() != digest:
             raise BenchError(f"{root / name}: sha256 differs from manifest.json (file edited after generation?); "
-                             f"{_FIX}")
+                             f"{MANIFEST_FIX}")
         if size is not None and size != len(data):
-            raise BenchError(f"{mpath}: 'files.{name}.bytes' is {size}, but the file has {len(data)} bytes; {_FIX}")
+            raise BenchError(f"{mpath}: 'files.{name}.bytes' is {size}, but the file has {len(data)} bytes; "
+                             f"{MANIFEST_FIX}")
 
     for name, data in raw.items():
         if name not in recorded:
-            raise BenchError(f"{mpath}: 'files' has no entry for {name}; {_FIX}")
+            raise BenchError(f"{mpath}: 'files' has no entry for {name}; {MANIFEST_FIX}")
         check(name, data)
     for name in sorted(set(recorded) - set(raw)):  # e.g. documents.jsonl / edits.jsonl of lvl_corpus
-        check(name, _read_bytes(root / name, f"manifest.json lists it; {_FIX}"))
-    want = manifest.get("dataset_sha256", _MISSING)
-    if want is _MISSING:
-        raise BenchError(f"{mpath}: has no 'dataset_sha256'; {_FIX}")
-    if not isinstance(want, str) or not _SHA256.fullmatch(want):
+        check(name, read_bytes(root / name, f"manifest.json lists it; {MANIFEST_FIX}"))
+    want = manifest.get("dataset_sha256", MISSING)
+    if want is MISSING:
+        raise BenchError(f"{mpath}: has no 'dataset_sha256'; {MANIFEST_FIX}")
+    if not isinstance(want, str) or not SHA256_HEX.fullmatch(want):
         raise BenchError(f"{mpath}: 'dataset_sha256' must be a sha256 string (64 lowercase hex digits), got "
-                         f"{_show(want)}; {_FIX}")
+                         f"{show(want)}; {MANIFEST_FIX}")
     if want != dataset_sha256({name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}):
         raise BenchError(f"{mpath}: 'dataset_sha256' does not match the files (a file was added, removed or edited); "
-                         f"{_FIX}")
-    config = manifest.get("config", _MISSING)
-    if config is _MISSING:
+                         f"{MANIFEST_FIX}")
+    config = manifest.get("config", MISSING)
+    if config is MISSING:
         return manifest, None
     if not isinstance(config, dict):
         raise BenchError(f"{mpath}: 'config' must be an object (the generator's parameters), got "
-                         f"{_kind_of(config)}; {_FIX}")
+                         f"{kind_of(config)}; {MANIFEST_FIX}")
     seed = config.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise BenchError(f"{mpath}: 'config.seed' must be an integer, got {_show(seed)}; {_FIX}")
+        raise BenchError(f"{mpath}: 'config.seed' must be an integer, got {show(seed)}; {MANIFEST_FIX}")
     return manifest, seed

@@ -13,17 +13,17 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.errors import BenchError
 
 from .columns import Corpus, Queries, QUERY_DEFAULTS, QUERY_META, SPLITS
-from .read import (_decode, _ident, _need, QRELS_HEADER, _read_bytes, read_jsonl, _SCORE, _show, _time,
+from .read import (decode_utf8, ident, meta_time, need, QRELS_HEADER, QRELS_SCORE, read_bytes, read_jsonl, show,
                    tsv_lines)
 
 
 def load_qrels(path: Path, text: str | None = None) -> dict[str, list[tuple[str, int, int]]]:
     """``{query id: [(corpus id, grade, line), ...]}`` in file order; BEIR header, integer grades >= 0."""
     if text is None:
-        text = _decode(path, _read_bytes(path, "a dataset folder needs qrels/dev.tsv and qrels/test.tsv"))
+        text = decode_utf8(path, read_bytes(path, "a dataset folder needs qrels/dev.tsv and qrels/test.tsv"))
     header, rows = tsv_lines(text)
     if header.removesuffix("\r").split("\t") != QRELS_HEADER:
-        raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score', got {_show(header)}")
+        raise BenchError(f"{path}:1: header must be 'query-id<TAB>corpus-id<TAB>score', got {show(header)}")
     out: dict[str, list[tuple[str, int, int]]] = {}
     first: dict[tuple[str, str], int] = {}
     for lineno, parts in rows:
@@ -33,10 +33,10 @@ def load_qrels(path: Path, text: str | None = None) -> dict[str, list[tuple[str,
         qid, cid, score = parts
         if not qid or not cid:
             raise BenchError(f"{path}:{lineno}: empty {'query-id' if not qid else 'corpus-id'}")
-        if not _SCORE.fullmatch(score):
+        if not QRELS_SCORE.fullmatch(score):
             if re.fullmatch(r"-[0-9]+", score):
                 raise BenchError(f"{path}:{lineno}: score {score} must be >= 0")
-            raise BenchError(f"{path}:{lineno}: score {_show(score)} is not an integer (0, 1, 2, ...)")
+            raise BenchError(f"{path}:{lineno}: score {show(score)} is not an integer (0, 1, 2, ...)")
         if (qid, cid) in first:
             raise BenchError(f"{path}:{lineno}: ({qid}, {cid}) is judged twice (first on line {first[qid, cid]})")
         first[qid, cid] = lineno
@@ -44,11 +44,12 @@ def load_qrels(path: Path, text: str | None = None) -> dict[str, list[tuple[str,
     return out
 
 
-def _id_list(meta: dict, key: str, where: str, corpus: Corpus) -> list[int]:
-    refs = _need(meta, key, where, list)
+def id_list(meta: dict, key: str, where: str, corpus: Corpus) -> list[int]:
+    """``meta[key]``, a list of chunk ids of ``corpus``, as corpus rows."""
+    refs = need(meta, key, where, list)
     for ref in refs:
         if not isinstance(ref, str) or ref not in corpus.index_of:
-            raise BenchError(f"{where}: '{key}' refers to unknown chunk id {_show(ref)}")
+            raise BenchError(f"{where}: '{key}' refers to unknown chunk id {show(ref)}")
     return [corpus.index_of[r] for r in refs]
 
 
@@ -89,30 +90,30 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
     default_time = float(finite.max()) if len(finite) else 0.0
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
-        qid = _ident(obj, "_id", where)
+        qid = ident(obj, "_id", where)
         if qid in line_of:
             raise BenchError(f"{where}: duplicate _id {qid!r} (first on line {line_of[qid]})")
         line_of[qid] = lineno
         ids.append(qid)
-        texts.append(_need(obj, "text", where, str))
-        meta = _need(obj, "metadata", where, dict) if "metadata" in obj else {}
-        query_time = _time(meta, "query_time", where) if "query_time" in meta else None
-        as_of = _time(meta, "as_of", where) if "as_of" in meta else None
+        texts.append(need(obj, "text", where, str))
+        meta = need(obj, "metadata", where, dict) if "metadata" in obj else {}
+        query_time = meta_time(meta, "query_time", where) if "query_time" in meta else None
+        as_of = meta_time(meta, "as_of", where) if "as_of" in meta else None
         query_time = query_time if query_time is not None else as_of if as_of is not None else default_time
         cols["query_time"].append(query_time)
         cols["as_of"].append(as_of if as_of is not None else query_time)
         if "category" in meta:
-            category = _need(meta, "category", where, str, prefix="metadata.")
+            category = need(meta, "category", where, str, prefix="metadata.")
             if not category.strip() or any(c in category for c in "\t\n\r"):
-                raise BenchError(f"{where}: 'metadata.category' is {_show(category)}; it must be a non-empty name "
+                raise BenchError(f"{where}: 'metadata.category' is {show(category)}; it must be a non-empty name "
                                  "without tabs or line breaks (e.g. current, historical)")
         else:
             category = QUERY_DEFAULTS["category"]
         cols["category"].append(category)
         if "split" in meta:
-            split_ = _need(meta, "split", where, str, prefix="metadata.")
+            split_ = need(meta, "split", where, str, prefix="metadata.")
             if split_ not in SPLITS:
-                raise BenchError(f"{where}: 'metadata.split' is {_show(split_)}; allowed: {', '.join(SPLITS)}")
+                raise BenchError(f"{where}: 'metadata.split' is {show(split_)}; allowed: {', '.join(SPLITS)}")
         else:
             split_ = None
         cols["split"].append(split_)

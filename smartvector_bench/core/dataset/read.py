@@ -23,19 +23,21 @@ from smartvector_bench.core.timeutil import parse_iso, to_days
 # applies) and says what is wrong; never another exception, and nothing is ever written into the folder.
 
 MAX_INT = 2**53 - 1  # the largest integer every JSON reader holds exactly: bounds versions, offsets, values
-_MISSING = object()
-_SHA256 = re.compile(r"[0-9a-f]{64}")
-_SCORE = re.compile(r"[0-9]{1,9}")
-_FIX = "regenerate the dataset with smartvector-gen, or delete manifest.json to load the folder unchecked"
+MISSING = object()  # the default that tells an absent key from one set to null
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # a sha256 as the manifest writes it (lower-case hex)
+QRELS_SCORE = re.compile(r"[0-9]{1,9}")  # a qrels grade: a non-negative integer that fits an int32
+# the fix every manifest message ends with
+MANIFEST_FIX = "regenerate the dataset with smartvector-gen, or delete manifest.json to load the folder unchecked"
 
 
-def _show(value, limit: int = 60) -> str:
+def show(value, limit: int = 60) -> str:
     """``repr`` cut to ``limit`` characters: one line, whatever the value holds."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _kind_of(value) -> str:
+def kind_of(value) -> str:
+    """What a JSON value is, in a message's words (``a string``, ``null``, ...)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -47,7 +49,7 @@ def _kind_of(value) -> str:
     return "a list" if isinstance(value, list) else "an object"
 
 
-def _stat(path: Path) -> str:
+def path_kind(path: Path) -> str:
     """``file``, ``dir``, ``other`` (FIFO, socket, device: never opened) or ``missing`` (also a broken link)."""
     try:
         mode = os.stat(path).st_mode
@@ -59,9 +61,9 @@ def _stat(path: Path) -> str:
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 
-def _read_bytes(path: Path, needs: str) -> bytes:
+def read_bytes(path: Path, needs: str) -> bytes:
     """The bytes of a file the dataset needs; ``needs`` says what the folder must hold (for the message)."""
-    kind = _stat(path)
+    kind = path_kind(path)
     if kind == "missing":
         if path.is_symlink():
             raise BenchError(f"{path}: is a broken symbolic link; {needs}")
@@ -76,7 +78,7 @@ def _read_bytes(path: Path, needs: str) -> bytes:
         raise BenchError(f"{path}: cannot be read ({exc.strerror or exc}); check its permissions") from None
 
 
-def _decode(path: Path, data: bytes) -> str:
+def decode_utf8(path: Path, data: bytes) -> str:
     """UTF-8 text (no byte-order mark, no NUL)."""
     if data.startswith(codecs.BOM_UTF8):
         raise BenchError(f"{path}: starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM")
@@ -104,12 +106,13 @@ def _finite(text: str) -> float:
     return value
 
 
-def _parse_json(text: str):
+def parse_json(text: str):
     """Strict JSON: NaN, Infinity and numbers that overflow a float are errors (ValueError)."""
     return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
 
 
-def _json_error(exc: Exception) -> str:
+def json_error(exc: Exception) -> str:
+    """Why :func:`parse_json` failed, in one line (for the message that names the file and line)."""
     if isinstance(exc, json.JSONDecodeError):
         return f"{exc.msg}, column {exc.colno}"
     if isinstance(exc, RecursionError):
@@ -126,7 +129,7 @@ def json_lines(text: str) -> Iterator[tuple[int, object, Exception | None]]:
         if not line.strip(" \t\r"):
             continue
         try:
-            yield lineno, _parse_json(line), None
+            yield lineno, parse_json(line), None
         except (ValueError, RecursionError) as exc:
             yield lineno, None, exc
 
@@ -150,13 +153,13 @@ def read_jsonl(path: Path, allow_empty: bool = False, text: str | None = None) -
     """(line number, object) for every non-blank line of ``path`` (or of ``text``, its already-read content);
     errors name the file and line."""
     if text is None:
-        text = _decode(path, _read_bytes(path, "the dataset folder needs it"))
+        text = decode_utf8(path, read_bytes(path, "the dataset folder needs it"))
     rows = []
     for lineno, obj, exc in json_lines(text):
         if exc is not None:
-            raise BenchError(f"{path}:{lineno}: not valid JSON ({_json_error(exc)})") from None
+            raise BenchError(f"{path}:{lineno}: not valid JSON ({json_error(exc)})") from None
         if not isinstance(obj, dict):
-            raise BenchError(f"{path}:{lineno}: expected a JSON object, got {_kind_of(obj)}")
+            raise BenchError(f"{path}:{lineno}: expected a JSON object, got {kind_of(obj)}")
         rows.append((lineno, obj))
     if not rows and not allow_empty:
         raise BenchError(f"{path}: file is empty (it needs one JSON object per line)")
@@ -168,7 +171,7 @@ def read_jsonl(path: Path, allow_empty: bool = False, text: str | None = None) -
 _TYPE_NAMES = {str: "a string", int: "an integer", list: "a list", dict: "an object", (int, float): "a number"}
 
 
-def _need(obj: dict, key: str, where: str, kind: type | tuple[type, ...], prefix: str = ""):
+def need(obj: dict, key: str, where: str, kind: type | tuple[type, ...], prefix: str = ""):
     """``obj[key]`` of type ``kind`` (a bool is no number); ``prefix`` names the enclosing object."""
     name = prefix + key
     if key not in obj:
@@ -176,65 +179,67 @@ def _need(obj: dict, key: str, where: str, kind: type | tuple[type, ...], prefix
     value = obj[key]
     kinds = kind if isinstance(kind, tuple) else (kind,)
     if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
-        raise BenchError(f"{where}: {name!r} must be {_TYPE_NAMES.get(kind, kind)}, got {_kind_of(value)}")
+        raise BenchError(f"{where}: {name!r} must be {_TYPE_NAMES.get(kind, kind)}, got {kind_of(value)}")
     return value
 
 
-def _ident(obj: dict, key: str, where: str) -> str:
+def ident(obj: dict, key: str, where: str) -> str:
     """An id: a non-empty string that fits a qrels field (no tab or line break)."""
-    value = _need(obj, key, where, str)
+    value = need(obj, key, where, str)
     if not value or any(c in value for c in "\t\n\r"):
         raise BenchError(f"{where}: {key!r} must be a non-empty string without tabs or line breaks, got "
-                         f"{_show(value)}")
+                         f"{show(value)}")
     return value
 
 
-def _int(meta: dict, key: str, where: str, default=_MISSING, prefix: str = "metadata.") -> int:
+def meta_int(meta: dict, key: str, where: str, default=MISSING, prefix: str = "metadata.") -> int:
+    """``meta[key]`` (or ``default``), an integer in [0, 2^53)."""
     value = meta.get(key, default)
-    if value is _MISSING:
+    if value is MISSING:
         raise BenchError(f"{where}: missing key '{prefix}{key}'")
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_INT:
-        raise BenchError(f"{where}: '{prefix}{key}' must be an integer in [0, 2^53), got {_show(value)}")
+        raise BenchError(f"{where}: '{prefix}{key}' must be an integer in [0, 2^53), got {show(value)}")
     return value
 
 
-def _number(value, where: str, name: str, nullable: bool = False) -> float:
+def number(value, where: str, name: str, nullable: bool = False) -> float:
     """A finite number (NaN for null where ``nullable``)."""
     if value is None and nullable:
         return np.nan
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise BenchError(f"{where}: {name!r} must be a number{' or null' if nullable else ''}, got {_kind_of(value)}")
+        raise BenchError(f"{where}: {name!r} must be a number{' or null' if nullable else ''}, got {kind_of(value)}")
     if not -MAX_INT <= value <= MAX_INT:
-        raise BenchError(f"{where}: {name!r} is {_show(value)}; values must be within +-2^53")
+        raise BenchError(f"{where}: {name!r} is {show(value)}; values must be within +-2^53")
     return float(value)
 
 
-def _iso(value, where: str, name: str) -> float:
+def iso_days(value, where: str, name: str) -> float:
     """An ISO-8601 timestamp with a timezone, as days since the epoch."""
     example = "e.g. 2024-01-31T00:00:00Z"
     if not isinstance(value, str):
-        raise BenchError(f"{where}: {name!r} must be an ISO-8601 UTC string ({example}), got {_kind_of(value)}")
+        raise BenchError(f"{where}: {name!r} must be an ISO-8601 UTC string ({example}), got {kind_of(value)}")
     if not value.isascii() or not value.isprintable() or value != value.strip():
-        raise BenchError(f"{where}: {name!r} is {_show(value)}, not an ISO-8601 timestamp ({example})")
+        raise BenchError(f"{where}: {name!r} is {show(value)}, not an ISO-8601 timestamp ({example})")
     try:
         return to_days(parse_iso(value))
     except ValueError as exc:
         reason = str(exc)
         if reason.startswith("Invalid isoformat"):
-            raise BenchError(f"{where}: {name!r} is {_show(value)}, not an ISO-8601 timestamp ({example})") from None
+            raise BenchError(f"{where}: {name!r} is {show(value)}, not an ISO-8601 timestamp ({example})") from None
         raise BenchError(f"{where}: {name!r} {reason}" if "timestamp" in reason else
-                         f"{where}: {name!r} is {_show(value)}: {reason}") from None
+                         f"{where}: {name!r} is {show(value)}: {reason}") from None
     except OverflowError:
-        raise BenchError(f"{where}: {name!r} is {_show(value)}, out of range once converted to UTC") from None
+        raise BenchError(f"{where}: {name!r} is {show(value)}, out of range once converted to UTC") from None
 
 
-def _time(meta: dict, key: str, where: str, nullable: bool = False) -> float:
+def meta_time(meta: dict, key: str, where: str, nullable: bool = False) -> float:
+    """``metadata.<key>``, an ISO-8601 timestamp, as days since the epoch (``inf`` for null where ``nullable``)."""
     if key not in meta:
         raise BenchError(f"{where}: missing key 'metadata.{key}'")
     value = meta[key]
     if value is None and nullable:
         return np.inf
-    return _iso(value, where, f"metadata.{key}")
+    return iso_days(value, where, f"metadata.{key}")
 
 
 def file_sha256(path: Path) -> str:

@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm, permutation_test
 
-from smartvector_bench.core.metrics.bootstrap import _check, _percentiles
+from smartvector_bench.core.metrics.bootstrap import check_args, paired_arrays, percentile_bounds, resample_indices
 
 # scipy >= 1.15 seeds permutation_test with `rng`; older releases (pyproject allows >= 1.11) with `random_state`.
 _SEED_KW = "rng" if "rng" in inspect.signature(permutation_test).parameters else "random_state"
@@ -63,10 +63,6 @@ def _outcome(values, name: str) -> np.ndarray:
     return arr
 
 
-def _resample_clusters(G: int, n_boot: int, seed: int) -> np.ndarray:
-    return np.random.default_rng(seed).integers(0, G, size=(int(n_boot), G))
-
-
 def cluster_bootstrap_ci(statistic: Callable[..., float], arrays: tuple[np.ndarray, ...], clusters,
                          n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile cluster bootstrap interval of ``statistic(*arrays)``.
@@ -83,13 +79,8 @@ def cluster_bootstrap_ci(statistic: Callable[..., float], arrays: tuple[np.ndarr
     the ``n_boot`` resampled statistics. Returns ``(nan, nan)`` when ``n == 0``. A statistic that returns NaN
     on some resample makes the bounds NaN.
     """
-    _check(n_boot, level)
-    arrays = tuple(np.asarray(a) for a in arrays)
-    if not arrays:
-        raise ValueError("cluster_bootstrap_ci needs at least one array")
-    n = arrays[0].shape[0]
-    if any(a.shape[0] != n for a in arrays):
-        raise ValueError(f"arrays must share their first dimension; got {[a.shape[0] for a in arrays]}")
+    check_args(n_boot, level)
+    arrays, n = paired_arrays(arrays, "cluster_bootstrap_ci")
     codes, G = _cluster_codes(clusters, n)
     if n == 0:
         return float("nan"), float("nan")
@@ -97,13 +88,13 @@ def cluster_bootstrap_ci(statistic: Callable[..., float], arrays: tuple[np.ndarr
     counts = np.bincount(codes, minlength=G)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
     stats = np.empty(int(n_boot), dtype=np.float64)
-    for b, drawn in enumerate(_resample_clusters(G, n_boot, seed)):
+    for b, drawn in enumerate(resample_indices(G, n_boot, seed)):
         cnt = counts[drawn]
         # positions in `order`: starts[g] + 0..cnt[g]-1 for each drawn g, concatenated in draw order
         pos = np.repeat(starts[drawn] - (np.cumsum(cnt) - cnt), cnt) + np.arange(int(cnt.sum()))
         rows = order[pos]
         stats[b] = float(statistic(*(a[rows] for a in arrays)))
-    return _percentiles(stats, level)
+    return percentile_bounds(stats, level)
 
 
 def cluster_bootstrap_mean_ci(values: np.ndarray, clusters, n_boot: int = 1000, seed: int = 0,
@@ -115,7 +106,7 @@ def cluster_bootstrap_mean_ci(values: np.ndarray, clusters, n_boot: int = 1000, 
     ``values`` in the cluster, ``N`` = its number of rows), i.e. big clusters weigh more, exactly as the
     mean over the resampled rows. ``values`` is 1-D; bools count as 0/1. Memory is ``n_boot * G``.
     """
-    _check(n_boot, level)
+    check_args(n_boot, level)
     values = _outcome(values, "values")
     n = values.shape[0]
     codes, G = _cluster_codes(clusters, n)
@@ -123,8 +114,8 @@ def cluster_bootstrap_mean_ci(values: np.ndarray, clusters, n_boot: int = 1000, 
         return float("nan"), float("nan")
     sums = np.bincount(codes, weights=values, minlength=G)
     counts = np.bincount(codes, minlength=G).astype(np.float64)
-    idx = _resample_clusters(G, n_boot, seed)
-    return _percentiles(sums[idx].sum(axis=1) / counts[idx].sum(axis=1), level)
+    idx = resample_indices(G, n_boot, seed)
+    return percentile_bounds(sums[idx].sum(axis=1) / counts[idx].sum(axis=1), level)
 
 
 def paired_cluster_permutation_test(a: np.ndarray, b: np.ndarray, clusters, n_resamples: int = 10000,

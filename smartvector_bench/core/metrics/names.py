@@ -15,6 +15,8 @@ MRR_AT_10 = "mrr_at_10"
 RECALL_AT_5 = "recall_at_5"
 NDCG_AT_10 = "ndcg_at_10"
 LEAKAGE_AT_10 = "leakage_at_10"  # share of the top 10 not valid at the as-of time (needs validity windows)
+BRIER = "brier"                  # Brier score of the top-1 confidence against correct@1
+AUROC = "auroc"                  # how well the top-1 confidence separates correct from wrong answers
 
 N_QUERIES = "n_queries"
 N_FAMILIES = "n_families"
@@ -40,3 +42,17 @@ def lo(name: str) -> str:
 
 def hi(name: str) -> str:
     return f"{name}_hi"
+
+
+def calibrated(name: str) -> str:
+    """The test-split figure after a calibration map fitted on dev (``metrics.json``'s ``calibration``)."""
+    return f"{name}_calibrated"
+
+
+# lvl_eval.json spells its rank metrics with the cut-off it was judged at: "mrr@10", "recall@10".
+def mrr_at(k: int) -> str:
+    return f"mrr@{k}"
+
+
+def recall_at(k: int) -> str:
+    return f"recall@{k}"

@@ -22,7 +22,13 @@ OPTIONAL = {"optional": True}  # field metadata: the key may be absent (None mea
 
 
 class ResultError(BenchError):
-    """A result file (or object) that does not have the shape of its kind; the message names file and key."""
+    """A result file (or object) that does not have the shape of its kind; the message names file and key.
+    ``file`` and ``key`` hold the two apart (``key`` None when the file is absent or not JSON), for a caller
+    that reports them in columns of its own (the regression gate names its row by the key)."""
+
+    def __init__(self, message: str, file: str | None = None, key: str | None = None) -> None:
+        super().__init__(message)
+        self.file, self.key = file, key
 
 
 def optional(default=None):
@@ -44,7 +50,7 @@ def _is(value: Any, want: type) -> bool:
 def check(ok: bool, where: str, key: str, what: str) -> None:
     """Raise ResultError(``<where>: <key>: <what>``) unless ``ok``."""
     if not ok:
-        raise ResultError(f"{where}: {key}: {what}")
+        raise ResultError(f"{where}: {key}: {what}", where, key)
 
 
 def check_type(value: Any, want: type | tuple, where: str, key: str, allow_none: bool = False) -> None:
@@ -52,7 +58,7 @@ def check_type(value: Any, want: type | tuple, where: str, key: str, allow_none:
     if (value is None and allow_none) or any(_is(value, w) for w in wants):
         return
     words = " or ".join(_JSON.get(w, w.__name__) for w in wants) + (" or null" if allow_none else "")
-    raise ResultError(f"{where}: {key}: expected {words}, got {json.dumps(value)[:60]}")
+    raise ResultError(f"{where}: {key}: expected {words}, got {json.dumps(value)[:60]}", where, key)
 
 
 def _types(hint) -> tuple[tuple[type, ...], bool]:
@@ -123,18 +129,25 @@ class ResultFile:
         return path
 
     @classmethod
-    def load(cls, path: str | Path):
-        """The file at ``path`` (or ``path/FILE`` for a folder), validated."""
+    def load(cls, path: str | Path, source: str | Path | None = None):
+        """The file at ``path`` (or ``path/FILE`` for a folder), validated; errors name it as ``source`` (default:
+        the path)."""
         path = Path(path)
         if path.is_dir():
             path = path / cls.FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ResultError(f"{path}: not found") from None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise ResultError(f"{path}: not readable as JSON ({exc})") from None
-        return cls.from_dict(data, path)
+        return cls.from_dict(read_json(path, source), source or path)
+
+
+def read_json(path: str | Path, source: str | Path | None = None) -> Any:
+    """The parsed JSON file at ``path``; ResultError naming it (as ``source``, default the path) when it is absent
+    or not JSON."""
+    where = str(source or path)
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ResultError(f"{where}: not found", where) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ResultError(f"{where}: not readable as JSON ({exc})", where) from None
 
 
 def get_path(obj: Any, keys: tuple[str, ...], where: str, want: type | tuple | None = None,

@@ -21,8 +21,8 @@ from pathlib import Path
 import jsonschema
 
 from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, dataset_sha256, load_dataset
-from smartvector_bench.core.dataset.read import (QRELS_HEADER, _decode, _iso, _parse_json, _read_bytes, _stat,
-                                                 json_lines, tsv_lines)
+from smartvector_bench.core.dataset.read import (QRELS_HEADER, decode_utf8, iso_days, json_lines, parse_json, path_kind,
+                                                 read_bytes, tsv_lines)
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
 
@@ -49,7 +49,7 @@ _FORMATS = jsonschema.FormatChecker(formats=())
 @_FORMATS.checks("date-time", raises=BenchError)
 def _date_time(value) -> bool:
     if isinstance(value, str):
-        _iso(value, "", "")  # the loader's own parser: timezone required, in range
+        iso_days(value, "", "")  # the loader's own parser: timezone required, in range
     return True
 
 
@@ -118,7 +118,7 @@ def _jsonl(root: Path, name: str, problems: list[Problem], ids: dict | None = No
     schema. ``ids`` collects the
     line of every row with a usable ``_id``, clean or not (so one bad field does not make its id unknown)."""
     try:
-        text = _decode(root / name, _read_bytes(root / name, "the dataset folder needs it"))
+        text = decode_utf8(root / name, read_bytes(root / name, "the dataset folder needs it"))
     except BenchError as exc:
         problems.append(Problem(name, None, None, str(exc).split(": ", 1)[-1]))
         return []
@@ -146,7 +146,7 @@ def _jsonl(root: Path, name: str, problems: list[Problem], ids: dict | None = No
 
 def _qrels(root: Path, name: str, problems: list[Problem]) -> list[tuple[int, str, str, int]]:
     try:
-        text = _decode(root / name, _read_bytes(root / name, "qrels"))
+        text = decode_utf8(root / name, read_bytes(root / name, "qrels"))
     except BenchError as exc:
         problems.append(Problem(name, None, None, str(exc).split(": ", 1)[-1]))
         return []
@@ -178,7 +178,7 @@ def _references(corpus, queries, qrels, labels, chunk_ids: dict, query_ids: dict
 
     def time(value):
         try:
-            return _iso(value, "", "")
+            return iso_days(value, "", "")
         except BenchError:
             return None
 
@@ -245,10 +245,10 @@ def _references(corpus, queries, qrels, labels, chunk_ids: dict, query_ids: dict
 
 
 def _manifest(root: Path, problems: list[Problem]) -> None:
-    if _stat(root / "manifest.json") == "missing":
+    if path_kind(root / "manifest.json") == "missing":
         return
     try:
-        manifest = _parse_json(_decode(root / "manifest.json", _read_bytes(root / "manifest.json", "")))
+        manifest = parse_json(decode_utf8(root / "manifest.json", read_bytes(root / "manifest.json", "")))
     except (BenchError, ValueError, RecursionError) as exc:
         problems.append(Problem("manifest.json", None, None, f"cannot be read as JSON ({str(exc)[:100]})"))
         return
@@ -259,7 +259,7 @@ def _manifest(root: Path, problems: list[Problem]) -> None:
     hashes = {}
     for name, entry in sorted(manifest["files"].items()):
         want = entry if isinstance(entry, str) else entry["sha256"]
-        if _stat(root / name) != "file":
+        if path_kind(root / name) != "file":
             problems.append(Problem("manifest.json", None, f"files.{name}", "the file it lists is missing"))
             continue
         digest = hashlib.sha256((root / name).read_bytes()).hexdigest()
@@ -275,21 +275,23 @@ def _manifest(root: Path, problems: list[Problem]) -> None:
 def validate_folder(path: str | Path, split: SplitSettings | None = None):
     """``(problems, dataset)``: every problem found, and the loaded dataset when there are none."""
     root = Path(path)
-    if _stat(root) != "dir":
+    if path_kind(root) != "dir":
         return [Problem(str(root), None, None, "is not a dataset folder (it does not exist or is a file)")], None
     problems: list[Problem] = []
     for name in ("corpus.jsonl", "queries.jsonl"):
-        if _stat(root / name) == "missing":
+        if path_kind(root / name) == "missing":
             problems.append(Problem(name, None, None, "file is missing (required)"))
-    present_qrels = [q for q in QRELS if _stat(root / q) != "missing"]
+    present_qrels = [q for q in QRELS if path_kind(root / q) != "missing"]
     if not present_qrels:
         problems.append(Problem("qrels/", None, None, "needs dev.tsv and/or test.tsv"))
     chunk_ids: dict[str, int] = {}
     query_ids: dict[str, int] = {}
-    corpus = _jsonl(root, "corpus.jsonl", problems, chunk_ids) if _stat(root / "corpus.jsonl") != "missing" else []
-    queries = _jsonl(root, "queries.jsonl", problems, query_ids) if _stat(root / "queries.jsonl") != "missing" else []
+    corpus = (_jsonl(root, "corpus.jsonl", problems, chunk_ids) if path_kind(root / "corpus.jsonl") != "missing"
+              else [])
+    queries = (_jsonl(root, "queries.jsonl", problems, query_ids) if path_kind(root / "queries.jsonl") != "missing"
+               else [])
     qrels = {q: _qrels(root, q, problems) for q in present_qrels}
-    labels = {n: _jsonl(root, n, problems) for n in LABEL_FILES if _stat(root / n) != "missing"}
+    labels = {n: _jsonl(root, n, problems) for n in LABEL_FILES if path_kind(root / n) != "missing"}
     _references(corpus, queries, qrels, labels, chunk_ids, query_ids, problems)
     _manifest(root, problems)
     if problems:

@@ -33,6 +33,7 @@ from smartvector_bench.systems.smartvector.detectors import (  # noqa: F401
     word_sets_matrix,
 )
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.systems.smartvector.compact import PackedRagged
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_ripple, ripple_hits
 from smartvector_bench.core.settings import choice
@@ -141,12 +142,6 @@ def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: floa
     return out
 
 
-def _edge_ids(rows: np.ndarray, n: int) -> np.ndarray:
-    """Edge endpoints as kept by the agent: int32 while row numbers fit (half the memory of int64; every
-    reader widens them back, ``edges_to_ragged``)."""
-    return np.asarray(rows, dtype=np.int32 if n < 2**31 else np.int64)
-
-
 class ConsolidationAgent:
     def __init__(self, corpus: Corpus, params: ConsolidationParams, vectors: np.ndarray | None = None):
         self.corpus = corpus
@@ -158,12 +153,14 @@ class ConsolidationAgent:
         else:
             self.detector = ReferenceDetector(corpus, params.topic_threshold, params.content_threshold)
         self.words = self.detector.words if params.detector == "reference" else word_sets_matrix(corpus.texts)
-        self.src: list[np.ndarray] = []  # dependency edges, as found (before transfer)
-        self.dst: list[np.ndarray] = []
+        # Dependency edges as found (given and detected, before transfer): unique, CSR over the dependant, packed
+        # (compact.PackedRagged); ``edge_version`` counts the batches merged in (caches of R key on it).
+        self.edges = PackedRagged.pack(edges_to_ragged(np.zeros(0, np.int64), np.zeros(0, np.int64), len(corpus)))
+        self.edge_version = 0
         self.judged: set[tuple[int, int]] = set()
         self.contradictions: list[tuple[int, int, int]] = []  # (winner, loser, votes)
         self.last_run: float | None = None
-        self.edges_seen: set[int] = set()
+        self.edges_seen = np.zeros(len(corpus), dtype=bool)  # edges were looked for (once, on arrival)
         # k of the candidate path (None: all pairs); above all_pairs_max vectors it is chosen automatically
         self.k = params.candidates_for(len(corpus))
         if self.k is not None and vectors is None:
@@ -181,9 +178,18 @@ class ConsolidationAgent:
 
     # -- edges -----------------------------------------------------------------------------------------------
     def raw_edges(self) -> Ragged:
-        src = np.concatenate(self.src) if self.src else np.zeros(0, dtype=np.int64)
-        dst = np.concatenate(self.dst) if self.dst else np.zeros(0, dtype=np.int64)
-        return edges_to_ragged(src, dst, len(self.corpus))
+        """The edges as found (unique, no self-loops), int64."""
+        return self.edges.unpack()
+
+    def add_edges(self, src: np.ndarray, dst: np.ndarray) -> None:
+        """Merge edges (``src`` depends on ``dst``) into the CSR: duplicates and self-loops dropped."""
+        self.edge_version += 1
+        if not len(src):
+            return
+        raw = self.raw_edges()
+        src = np.concatenate([raw.row_ids(), np.asarray(src, np.int64)])
+        dst = np.concatenate([raw.indices, np.asarray(dst, np.int64)])
+        self.edges = PackedRagged.pack(edges_to_ragged(src, dst, len(self.corpus)))
 
     def depends_on(self, at: float) -> Ragged:
         """Edges as they count at ``at``: transferred to the version in force when configured."""
@@ -202,8 +208,8 @@ class ConsolidationAgent:
         c = self.corpus
         pending = np.array(sorted(store.pending), dtype=np.int64)
         store.pending.clear()
-        fresh = np.array([i for i in pending.tolist() if i not in self.edges_seen], dtype=np.int64)
-        self.edges_seen.update(fresh.tolist())  # edges are looked for once per vector, when it first arrives
+        fresh = pending[~self.edges_seen[pending]]
+        self.edges_seen[fresh] = True  # edges are looked for once per vector, when it first arrives
         previous, self.last_run = self.last_run, t
         if not self.p.enabled:
             self._add_given_edges(fresh)
@@ -255,8 +261,7 @@ class ConsolidationAgent:
             ci, cj = c.created_at[i], c.created_at[j]
             i_depends = (ai < aj) | ((ai == aj) & ((ci > cj) | ((ci == cj) & (i > j))))
             src, dst = np.where(i_depends, i, j), np.where(i_depends, j, i)
-            self.src.append(_edge_ids(src, len(c)))
-            self.dst.append(_edge_ids(dst, len(c)))
+            self.add_edges(src, dst)
             store.events.add_columns(len(src), time=float(t), kind="dependency_detected", vector=src, cause=dst)
         timings["edges_s"] = time.perf_counter() - t0
 
@@ -299,8 +304,7 @@ class ConsolidationAgent:
         src = np.repeat(pending, counts)
         starts = np.repeat(deps.indptr[pending] - np.cumsum(counts) + counts, counts)
         dst = deps.indices[starts + np.arange(len(src))]
-        self.src.append(_edge_ids(src, len(self.corpus)))
-        self.dst.append(_edge_ids(dst, len(self.corpus)))
+        self.add_edges(src, dst)
 
     def _dormancy(self, store: VectorStore, t: float, in_force: np.ndarray) -> None:
         conf = store.live_confidence(np.array([t]))[0]

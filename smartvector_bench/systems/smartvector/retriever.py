@@ -57,8 +57,8 @@ Where: this module holds the configuration, ingest, the reference ``score()`` (`
 specification) and the search dispatch; ``scoring`` the numpy fast path, ``fused_kernel`` the compiled one,
 ``bounds`` and ``rerank`` the re-ranking mode.
 
-``tools.perf.search.metadata_bytes(retriever)`` accounts the per-vector columnar state (store, corpus columns
-read by the signals, cached relational signal, edges) against the FAISS index's bytes.
+``tools.perf.search.metadata_bytes(retriever)`` accounts the per-vector state the search reads (the store's
+exact compact columns, the cached relational signal) and the dependency edges against the FAISS index's bytes.
 """
 
 from __future__ import annotations
@@ -86,6 +86,7 @@ from smartvector_bench.systems.smartvector.signals.relational import RelationalP
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams, temporal_signal
 from smartvector_bench.core.timeutil import format_iso, from_days
 from smartvector_bench.systems.base import require_fields
+from smartvector_bench.systems.smartvector.compact import ExactColumn
 from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f32
 from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
 from smartvector_bench.systems.smartvector.rerank import rerank
@@ -224,11 +225,12 @@ class SmartVector:
     def relational(self) -> np.ndarray:
         """R per vector from the edges known at the agent's last run (recomputed only after a new run)."""
         at = self.agent.last_run if self.agent.last_run is not None else -np.inf
-        key = (at, len(self.agent.src))
-        if key != self._relational_key:
-            self._relational = relational_signal(self.agent.edge_count(at), self.rel.per_edge, self.rel.cap)
+        key = (at, self.agent.edge_version)
+        if key != self._relational_key:  # kept exact and compact between searches (compact.ExactColumn)
+            self._relational = ExactColumn(relational_signal(self.agent.edge_count(at), self.rel.per_edge,
+                                                             self.rel.cap))
             self._relational_key = key
-        return self._relational
+        return self._relational.values()
 
     # -- scoring: the reference (unfused, one (Q, N) array per signal) ---------------------------------------
     def signals(self, semantic: np.ndarray, as_of: np.ndarray) -> dict[str, np.ndarray]:

@@ -21,7 +21,8 @@ if TYPE_CHECKING:  # annotations only
 
 @dataclass
 class Columns:
-    """Per-vector columns the signals read, derived once per search call from the store (transient)."""
+    """Per-vector columns the signals read, float64, decoded once per search call from the store's compact
+    columns (transient: nothing here stays resident between searches)."""
 
     created: np.ndarray
     valid_from: np.ndarray
@@ -38,18 +39,21 @@ class Columns:
 
 
 def columns(sv: "SmartVector") -> Columns:
-    """The columns ``fused``, the bounds and the numba kernel read; feedback, accesses and R pre-scaled by their
-    weights exactly as ``signals.confidence.live_confidence`` and ``signals.fusion.fuse`` scale them."""
-    c, st, p = sv.corpus, sv.store, sv.conf_params
+    """The columns ``fused``, the bounds and the numba kernel read, decoded from the store's exact compact
+    columns (the corpus's values, bit for bit); feedback, accesses and R pre-scaled by their weights exactly as
+    ``signals.confidence.live_confidence`` and ``signals.fusion.fuse`` scale them."""
+    st, p = sv.store, sv.conf_params
     sup = st.superseded_by
     has = sup >= 0
+    valid_from = st.valid_from.values()
     return Columns(
-        created=c.created_at, valid_from=c.valid_from, valid_to=c.valid_to, decay_from=st.decay_from(),
-        base=st.base_confidence, fb_pos=p.positive_boost * st.positive, fb_neg=p.negative_penalty * st.negative,
-        access=p.access_reinforcement * np.log1p(np.maximum(st.access, 0)),
+        created=st.created_at.values(), valid_from=valid_from, valid_to=st.valid_to.values(),
+        decay_from=st.decay_from(), base=st.base_confidence, fb_pos=st.positive.map(lambda x: p.positive_boost * x),
+        fb_neg=st.negative.map(lambda x: p.negative_penalty * x),
+        access=st.access.map(lambda x: p.access_reinforcement * np.log1p(np.maximum(x, 0))),
         rel=sv.weights.relational * sv.relational(),
-        succ_from=np.where(has, c.valid_from[np.where(has, sup, 0)], np.inf),
-        archived_at=st.archived_at, ingested_at=st.ingested_at)
+        succ_from=np.where(has, valid_from[np.where(has, sup, 0)], np.inf),
+        archived_at=st.archived_at.values(), ingested_at=st.ingested_at.values())
 
 
 def _decayed(t: np.ndarray, start: np.ndarray, half_life: float, dtype) -> np.ndarray:

@@ -3,6 +3,11 @@
 Everything that changes a vector's confidence or status goes through a method here, and every such change
 is logged with its simulated time and its cause, so any vector's lineage can be rebuilt (``audit.lineage``).
 Live confidence is never stored: it is a pure function of this state and a time (``live_confidence``).
+
+Per-vector state is compact and exact (``compact.py``): every float64 column, including the store's own
+copies of the corpus columns the score reads (authority, created_at, valid_from, valid_to), is kept as one-
+or two-byte codes into the table of its distinct values and reads back bit for bit; ``status`` is int8 and
+``superseded_by`` int32. ``nbytes_by_column()`` gives each column's resident bytes.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from typing import ClassVar
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.compact import Compact, ExactColumn, narrow_ids
 from smartvector_bench.systems.smartvector.eventlog import ColumnLog
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
@@ -34,41 +40,67 @@ class VectorStore:
     conf: ConfidenceParams = field(default_factory=ConfidenceParams)
     params: StoreParams = field(default_factory=StoreParams)
 
+    # Exact compact float64 columns (assigning an array encodes it). The first four are the corpus's values,
+    # held here so that the search reads compact columns only.
+    authority = Compact()
+    created_at = Compact()
+    valid_from = Compact()
+    valid_to = Compact()
+    ingested_at = Compact()
+    positive = Compact()
+    negative = Compact()
+    access = Compact()
+    last_validated = Compact()
+    penalty = Compact()  # sum of active (not lifted) ripple reductions of base confidence
+    deprecated_at = Compact()
+    archived_at = Compact()
+    COLUMNS: ClassVar[tuple[str, ...]] = (
+        "authority", "created_at", "valid_from", "valid_to", "ingested_at", "positive", "negative", "access",
+        "last_validated", "penalty", "deprecated_at", "archived_at", "status", "superseded_by")
+
     def __post_init__(self) -> None:
-        n = len(self.corpus)
+        c = self.corpus
+        n = len(c)
+        self.authority, self.created_at = c.authority, c.created_at
+        self.valid_from, self.valid_to = c.valid_from, c.valid_to
         self.ingested_at = np.full(n, np.inf)
         self.status = np.full(n, -1, dtype=np.int8)  # -1: not ingested yet
         self.positive = np.zeros(n)
         self.negative = np.zeros(n)
         self.access = np.zeros(n)
         self.last_validated = np.full(n, -np.inf)
-        self.penalty = np.zeros(n)  # sum of active (not lifted) ripple reductions of base confidence
+        self.penalty = np.zeros(n)
         self.deprecated_at = np.full(n, np.inf)
         self.archived_at = np.full(n, np.inf)
-        self.superseded_by = self.corpus.superseded_by()
+        self.superseded_by = narrow_ids(c.superseded_by(), n)
         self.events = ColumnLog()  # list-like; bulk writers add columnar batches (eventlog.py)
         self.penalties = ColumnLog(nullable=("lifted_at",))  # ledger: vector, origin, depth, applied, time, lifted_at
         self.pending: set[int] = set()  # changed since the last consolidation run
 
     # -- derived state -----------------------------------------------------------------------------------------
+    def nbytes_by_column(self) -> dict[str, int]:
+        """Resident bytes of each per-vector column (codes and table of a compact one)."""
+        return {name: int(getattr(self, name).nbytes) for name in self.COLUMNS}
+
     @property
     def base_confidence(self) -> np.ndarray:
         """Source authority minus the active ripple penalties."""
-        return self.corpus.authority - self.penalty
+        return self.authority - self.penalty
 
-    def decay_from(self) -> np.ndarray:
+    def decay_from(self, rows=slice(None)) -> np.ndarray:
         if self.params.validation_resets_decay:
-            return np.maximum(self.corpus.created_at, self.last_validated)
-        return self.corpus.created_at
+            return np.maximum(self.created_at[rows], self.last_validated[rows])
+        return self.created_at[rows]
 
     def live_confidence(self, as_of: np.ndarray) -> np.ndarray:
         """C(v, t) for every vector, (Q, N)."""
         return live_confidence(self.base_confidence, self.decay_from(), np.asarray(as_of, dtype=np.float64),
-                               self.positive, self.negative, self.access, self.conf)
+                               self.positive.values(), self.negative.values(), self.access.values(), self.conf)
 
     def confidence_at(self, i: int, t: float) -> float:
-        c = live_confidence(self.base_confidence[i:i + 1], self.decay_from()[i:i + 1], np.array([t]),
-                            self.positive[i:i + 1], self.negative[i:i + 1], self.access[i:i + 1], self.conf)
+        r = slice(i, i + 1)
+        c = live_confidence(self.authority[r] - self.penalty[r], self.decay_from(r), np.array([t]),
+                            self.positive[r], self.negative[r], self.access[r], self.conf)
         return float(c[0, 0])
 
     def ingested(self, t: float | None = None) -> np.ndarray:
@@ -79,8 +111,9 @@ class VectorStore:
         return (self.status >= 0) & (self.status != Status.DEPRECATED) & (self.status != Status.ARCHIVED)
 
     def feedback_ratio(self) -> np.ndarray:
-        total = self.positive + self.negative
-        return np.where(total > 0, self.positive / np.where(total > 0, total, 1), 0.5)
+        positive = self.positive.values()
+        total = positive + self.negative.values()
+        return np.where(total > 0, positive / np.where(total > 0, total, 1), 0.5)
 
     # -- logging -----------------------------------------------------------------------------------------------
     def log(self, t: float, kind: str, vector: int, cause: str | int | None, **detail) -> None:
@@ -152,7 +185,7 @@ class VectorStore:
 
     def penalize(self, i: int, amount: float, origin: int, depth: int, t: float, floor: float) -> None:
         """A ripple penalty on base confidence, never below ``floor`` and never raising it; logged with origin."""
-        base = self.base_confidence[i]
+        base = self.authority[i] - self.penalty[i]
         applied = float(base - max(floor, base - amount)) if base > floor else 0.0
         def mutate() -> None:
             self.penalty[i] += applied

@@ -7,7 +7,10 @@ First checks the committed results (``results/``, every file recorded in the ``m
 ``results/expected.json``; see ``files.py``): a recorded file missing or with another
 sha256, a file present but not recorded, or one that differs from its ``PROVENANCE.json`` fails naming the file;
 then every expected value and invariant is recomputed from the committed files, a miss named by file and key
-(``results/main/metrics.json: systems.plain_cosine.test.ece expected 0.1234, committed 0.1334``), and every
+(``results/main/metrics.json: systems.plain_cosine.test.ece expected 0.1234, committed 0.1334``). Every result
+file is read through the result object of its kind (``smartvector_bench/core/results/``: MainMetrics, ...,
+SweepSummary), so one without the shape of its kind is a single miss naming file and key
+(``results/main/metrics.json: systems.bm25.dev.ece_ci: expected [lo, hi], got None``); and every
 published sweep's ``summary.json`` is recomputed from its own ``tidy.csv`` by a second implementation
 (``sweeps.py``: ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean
 summary 0.269, tidy.csv gives 0.259``). This takes a few seconds and always covers the whole tree.
@@ -74,7 +77,8 @@ Exit codes: 0 all pass, 1 a miss, 2 bad input.
 The experiments it knows (what each publishes, which it reruns, each sweep's reduced rerun) are declared once,
 in ``experiments/__init__.py``. One module per concern, each importing only those above it in this list:
 
-- ``common.py``: the results folder, exit codes, bad input; ``report.py``: rows and their printing;
+- ``common.py``: the results folder, exit codes, bad input, result files read through their result objects;
+  ``report.py``: rows and their printing;
 - ``rerun.py``: reruns through the CLI (shared with the publisher, ``smartvector_bench/tools/publish.py``);
 - ``files.py``: the manifest and provenance hashes; ``paths.py``: outputs, metric paths, tolerances;
 - ``recompute.py``: main's metrics recomputed from the run files; ``invariants.py``: what must hold for any run;

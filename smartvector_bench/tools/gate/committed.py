@@ -19,12 +19,12 @@ def compare_folder(name: str, folder: Path | None, metrics: dict[str, dict], whe
         return [Row(f"{name} (outputs)", EXPERIMENTS[name].result_file, "MISSING", "-", False, f"not found in {where}"),
                 *[Row(p, s.get("value"), "MISSING", tol_text(s), False, "no outputs") for p, s in metrics.items()]]
     out = load_outputs(name, folder)
-    rows = []
-    if out.error:
-        rows.append(Row(f"{name} (outputs)", "readable", "ERROR", "-", False, out.error))
-        if out.doc is None:
-            return rows + [Row(p, s.get("value"), "MISSING", tol_text(s), False, "no outputs")
-                           for p, s in metrics.items()]
+    if out.doc is None:  # the result file is absent, not JSON or not of its kind: one row names file and key
+        note = f"{out.error}; {len(metrics)} expected values not compared"
+        return [Row(f"{name}.{out.error_key}" if out.error_key else f"{name} (outputs)",
+                    f"a {EXPERIMENTS[name].kind} result file", "ERROR", "-", False, note,
+                    line=note.removeprefix(f"{rel(folder / EXPERIMENTS[name].result_file)}: "))]
+    rows = [Row(f"{name} (outputs)", "readable", "ERROR", "-", False, out.error)] if out.error else []
     return rows + check_expected(out, metrics) + INVARIANTS[name](out)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smartvector_bench.core.atomic import atomic_write_json
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.tools.gate import files
 from smartvector_bench.tools.gate.common import EXPERIMENTS, BadInput, rel
 from smartvector_bench.tools.gate.paths import Outputs, csv_number, experiment_dir, is_number, load_outputs
@@ -55,7 +56,7 @@ ABS_TOLERANCES = [
     (re.compile(r"\.equivalent_to_rebuild\.max_score_gap_at_differing_ranks$"), 1e-6,
      "score gap between near-tied chunks at differing ranks: float noise; `top_10` is checked exactly"),
 ]
-CSV_ALL_ROWS_COLUMNS = ("top1",)  # checked on every row of the per-round CSV (the plotted curve)
+CSV_ALL_ROWS_COLUMNS = (M.TOP1,)  # checked on every row of the per-round CSV (the plotted curve)
 
 
 def _leaves(x: Any, path: str, numeric_only: bool = False, skip: re.Pattern | None = None):

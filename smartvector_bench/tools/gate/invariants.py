@@ -8,14 +8,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.tools.gate.common import EXPERIMENTS
 from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
 from smartvector_bench.tools.gate.recompute import SCORE_METRICS, SPLITS, load_judgments, recompute_rows
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
 
-UNIT_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5")  # required, in [0, 1]
-OPTIONAL_UNIT_METRICS = ("leakage_at_10", "mrr_at_1", "ndcg_at_10", "permutation_p")
-CATEGORY_METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10", "leakage_at_10")
+# MRR@1 is not stored by the evaluator (it equals top1): the gate recomputes it from the run file's ranked lists.
+MRR_AT_1 = "mrr_at_1"
+# In [0, 1] where a split has them; which ones it must have is MainMetrics' to check (every metric with an
+# interval but leakage_at_10, each beside its [lo, hi]), as it reads the file.
+UNIT_METRICS = (*M.CI_METRICS, MRR_AT_1, M.PERMUTATION_P)
+CATEGORY_METRICS = M.CI_METRICS
 
 
 def in_unit(metric: str, x: Any) -> Row:
@@ -41,14 +45,13 @@ def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | No
 
 
 def main_invariants(out: Outputs) -> list[Row]:
-    """Invariants of every split of every system in a main metrics.json and its run files."""
+    """Invariants of every split of every system in a main metrics.json (as MainMetrics read it: a non-empty
+    ``systems`` of split objects, the dataset's counts) and its run files."""
     m = out.doc
     rows: list[Row] = []
-    systems = m.get("systems")
-    if not isinstance(systems, dict) or not systems:
-        return [invariant(f"{out.name}.systems", "per-system metrics", "MISSING", False, "metrics.json has no systems")]
-    n_total = (m.get("dataset") or {}).get("n_queries")
-    baseline = (m.get("experiment") or {}).get("baseline")
+    systems = m["systems"]
+    n_total = m["dataset"][M.N_QUERIES]
+    baseline = m["experiment"].get("baseline")
     judgments, gold_note = load_judgments(out.folder, m)
     gold = judgments.relevant if judgments is not None else None
     for name, per_split in systems.items():
@@ -59,63 +62,58 @@ def main_invariants(out: Outputs) -> list[Row]:
         split_sum = 0
         for split in SPLITS:
             p = f"{base}.{split}"
-            s = per_split.get(split) if isinstance(per_split, dict) else None
-            if not isinstance(s, dict):
+            s = per_split.get(split)
+            if s is None:  # MainMetrics reads any set of splits; the gate needs dev and test
                 rows.append(invariant(p, "split metrics", "MISSING", False, f"key {p} missing"))
                 continue
-            for key in UNIT_METRICS + OPTIONAL_UNIT_METRICS:
+            for key in UNIT_METRICS:
                 if key not in s:
-                    if key in UNIT_METRICS:
-                        rows.append(invariant(f"{p}.{key}", "in [0, 1]", "MISSING", False, f"key {p}.{key} missing"))
                     continue
                 rows.append(in_unit(f"{p}.{key}", s[key]))
-                ci = s.get(f"{key}_ci")
-                if ci is not None:
-                    if not (isinstance(ci, list) and len(ci) == 2):
-                        rows.append(invariant(f"{p}.{key}_ci", "[lo, hi]", ci, False, "not a pair"))
-                    else:
-                        rows += [in_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
-                        if all(bad_number(v) is None for v in ci):
-                            rows.append(invariant(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+                if key in M.CI_METRICS:  # its [lo, hi], a pair as MainMetrics read it
+                    ci = s[M.ci(key)]
+                    rows += [in_unit(f"{p}.{M.ci(key)}.{i}", v) for i, v in enumerate(ci)]
+                    if all(bad_number(v) is None for v in ci):
+                        rows.append(invariant(f"{p}.{M.ci(key)}", "lo <= hi", ci, ci[0] <= ci[1]))
             for key in SCORE_METRICS:
                 if key in s:
                     rows += _score_unit_rows(p, key, s)
-            if "mcnemar_p" not in s:
-                rows.append(invariant(f"{p}.mcnemar_p", "key present", "MISSING", False, f"key {p}.mcnemar_p missing"))
-            elif s["mcnemar_p"] is None and baseline not in systems:
-                rows.append(invariant(f"{p}.mcnemar_p", "None (no baseline run)", None, True))
+            if M.MCNEMAR_P not in s:  # not required by MainMetrics (a run without a baseline stores None)
+                rows.append(invariant(f"{p}.{M.MCNEMAR_P}", "key present", "MISSING", False,
+                                      f"key {p}.{M.MCNEMAR_P} missing"))
+            elif s[M.MCNEMAR_P] is None and baseline not in systems:
+                rows.append(invariant(f"{p}.{M.MCNEMAR_P}", "None (no baseline run)", None, True))
             else:
-                rows.append(in_unit(f"{p}.mcnemar_p", s["mcnemar_p"]))
-            n = s.get("n_queries")
-            if not (isinstance(n, int) and not isinstance(n, bool) and n > 0):
-                rows.append(invariant(f"{p}.n_queries", "a positive integer", n if n is not None else "MISSING", False,
-                                 "missing or not a positive integer"))
+                rows.append(in_unit(f"{p}.{M.MCNEMAR_P}", s[M.MCNEMAR_P]))
+            n = s[M.N_QUERIES]  # an integer, as MainMetrics read it; a split of no query is the gate's to refuse
+            if n <= 0:
+                rows.append(invariant(f"{p}.{M.N_QUERIES}", "a positive integer", n, False, "not positive"))
                 continue
             split_sum += n
-            top1, mrr10 = s.get("top1"), s.get("mrr_at_10")
+            top1, mrr10 = s[M.TOP1], s[M.MRR_AT_10]
             if bad_number(top1) is None and bad_number(mrr10) is None:
-                rows.append(invariant(f"{p}.mrr_at_10", ">= top1", mrr10, mrr10 >= top1 - 1e-9))
-            if "mrr_at_1" in s and bad_number(s["mrr_at_1"]) is None and bad_number(top1) is None:
-                rows.append(invariant(f"{p}.mrr_at_1", f"== top1 ({top1})", s["mrr_at_1"],
-                                 abs(s["mrr_at_1"] - top1) <= 5e-7))
+                rows.append(invariant(f"{p}.{M.MRR_AT_10}", f">= {M.TOP1}", mrr10, mrr10 >= top1 - 1e-9))
+            if MRR_AT_1 in s and bad_number(s[MRR_AT_1]) is None and bad_number(top1) is None:
+                rows.append(invariant(f"{p}.{MRR_AT_1}", f"== {M.TOP1} ({top1})", s[MRR_AT_1],
+                                 abs(s[MRR_AT_1] - top1) <= 5e-7))
             bins = (s.get("ece_bins") or {}).get("counts")
             if not isinstance(bins, list) or any(not isinstance(c, int) for c in bins):
                 rows.append(invariant(f"{p}.ece_bins.counts", f"sums to n_queries ({n})", "MISSING", False,
                                  "ece_bins.counts missing or not integers"))
             else:
-                rows.append(invariant(f"{p}.ece_bins.counts", f"sum == n_queries ({n})", sum(bins), sum(bins) == n))
+                rows.append(invariant(f"{p}.ece_bins.counts", f"sum == {M.N_QUERIES} ({n})", sum(bins), sum(bins) == n))
             cats = s.get("by_category")
             if isinstance(cats, dict) and cats:
-                total = sum(c.get("n_queries") or 0 for c in cats.values())
-                rows.append(invariant(f"{p}.by_category", f"n_queries sum == {n}", total, total == n))
+                total = sum(c.get(M.N_QUERIES) or 0 for c in cats.values())
+                rows.append(invariant(f"{p}.by_category", f"{M.N_QUERIES} sum == {n}", total, total == n))
                 for cat, cm in cats.items():
                     for key in CATEGORY_METRICS:
                         if key in cm:
                             rows.append(in_unit(f"{p}.by_category.{cat}.{key}", cm[key]))
             if run_rows is not None:
                 judged = [r for r in run_rows if r.get("split") == split]
-                rows.append(invariant(f"{p}.n_queries", f"== judged {split} queries in run_{name}.jsonl ({len(judged)})",
-                                 n, n == len(judged)))
+                rows.append(invariant(f"{p}.{M.N_QUERIES}", f"== judged {split} queries in run_{name}.jsonl "
+                                      f"({len(judged)})", n, n == len(judged)))
                 if judged and bad_number(top1) is None:
                     if gold is not None:
                         hits = [bool(r.get("ranked")) and r["ranked"][0] in gold.get(r.get("query_id"), set())
@@ -125,22 +123,20 @@ def main_invariants(out: Outputs) -> list[Row]:
                         hits = [bool(r.get("correct")) for r in judged]
                         how = "correct flags in the run file"
                     mrr1 = sum(hits) / len(judged)
-                    rows.append(invariant(f"{p}.mrr_at_1", f"== top1 ({top1})", round(mrr1, 6),
+                    rows.append(invariant(f"{p}.{MRR_AT_1}", f"== {M.TOP1} ({top1})", round(mrr1, 6),
                                      abs(mrr1 - top1) <= 5e-7, how))
-        if run_rows is not None and isinstance(per_split, dict):
+        if run_rows is not None:
             rows += recompute_rows(out.name, name, per_split, run_rows, judgments)
-        if n_total is not None:
-            rows.append(invariant(f"{base}.dev+test n_queries", f"== dataset.n_queries ({n_total})", split_sum,
-                             split_sum == n_total))
-        if run_rows is not None and n_total is not None:
-            rows.append(invariant(f"{base} run file rows", f"== dataset.n_queries ({n_total})", len(run_rows),
+        rows.append(invariant(f"{base}.dev+test {M.N_QUERIES}", f"== dataset.{M.N_QUERIES} ({n_total})", split_sum,
+                              split_sum == n_total))
+        if run_rows is not None:
+            rows.append(invariant(f"{base} run file rows", f"== dataset.{M.N_QUERIES} ({n_total})", len(run_rows),
                              len(run_rows) == n_total))
         if meta is not None:
-            want = (m.get("dataset") or {}).get("sha256")
+            want = m["dataset"]["sha256"]
             rows.append(invariant(f"{base} run file _meta.dataset_sha256", "== metrics.json dataset.sha256",
                              meta.get("dataset_sha256"), meta.get("dataset_sha256") == want))
-    if "calibration" in m:
-        rows += calibration_rows(out.name, m.get("calibration"), systems)
+    rows += calibration_rows(out.name, m["calibration"], systems)
     if gold is None:
         rows.append(invariant(f"{out.name} gold source", "dataset gold", "-", True, gold_note))
     return rows
@@ -150,22 +146,22 @@ def _score_unit_rows(p: str, key: str, s: dict) -> list[Row]:
     """brier / auroc and their intervals in [0, 1]; AUROC (and its bounds) may be None: a split of one class,
     which the recomputation checks."""
     rows = []
-    if not (key == "auroc" and s[key] is None):
+    if not (key == M.AUROC and s[key] is None):
         rows.append(in_unit(f"{p}.{key}", s[key]))
-    ci = s.get(f"{key}_ci")
+    ci = s.get(M.ci(key))
     if ci is None:
         return rows
-    if not (isinstance(ci, list) and len(ci) == 2):
-        return rows + [invariant(f"{p}.{key}_ci", "[lo, hi]", ci, False, "not a pair")]
-    if key == "auroc" and None in ci:
+    if not (isinstance(ci, list) and len(ci) == 2):  # not one of MainMetrics' interval metrics: checked here
+        return rows + [invariant(f"{p}.{M.ci(key)}", "[lo, hi]", ci, False, "not a pair")]
+    if key == M.AUROC and None in ci:
         return rows
-    rows += [in_unit(f"{p}.{key}_ci.{i}", v) for i, v in enumerate(ci)]
+    rows += [in_unit(f"{p}.{M.ci(key)}.{i}", v) for i, v in enumerate(ci)]
     if all(bad_number(v) is None for v in ci):
-        rows.append(invariant(f"{p}.{key}_ci", "lo <= hi", ci, ci[0] <= ci[1]))
+        rows.append(invariant(f"{p}.{M.ci(key)}", "lo <= hi", ci, ci[0] <= ci[1]))
     return rows
 
 
-CALIBRATION_RAW = ("ece", "brier", "auroc")  # the report's raw test figures: the split's own
+CALIBRATION_RAW = (M.ECE, M.BRIER, M.AUROC)  # the report's raw test figures: the split's own
 
 
 def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:
@@ -195,8 +191,8 @@ def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:
                                      got == want and got != "MISSING", "the raw test figure"))
             for key, split in (("n_test", test), ("n_dev", dev)):
                 if key in rep:
-                    rows.append(invariant(f"{p}.{key}", f"== n_queries ({split.get('n_queries')})", rep[key],
-                                     rep[key] == split.get("n_queries")))
+                    rows.append(invariant(f"{p}.{key}", f"== {M.N_QUERIES} ({split.get(M.N_QUERIES)})", rep[key],
+                                     rep[key] == split.get(M.N_QUERIES)))
             counts = (rep.get("bins") or {}).get("counts") if isinstance(rep.get("bins"), dict) else None
             if counts is not None:
                 want = (test.get("ece_bins") or {}).get("counts")
@@ -207,13 +203,10 @@ def calibration_rows(name: str, cal: Any, systems: dict) -> list[Row]:
 
 def reembed_invariants(out: Outputs) -> list[Row]:
     r, rows = out.doc, []
-    n_edits = (r.get("config") or {}).get("n_edits")
-    for name, st in (r.get("strategies") or {}).items():
+    n_edits = r["config"].get("n_edits")
+    for name, st in r["strategies"].items():
         p = f"reembed_cost.strategies.{name}.by_edit_type"
-        by = st.get("by_edit_type") or {}
-        if "all" not in by:
-            rows.append(invariant(f"{p}.all", "present", "MISSING", False, f"key {p}.all missing"))
-            continue
+        by = st["by_edit_type"]  # with its group "all", as ReembedCost read it
         rows.append(invariant(f"{p}.all.n_edits", f"== config.n_edits ({n_edits})", by["all"].get("n_edits"),
                          by["all"].get("n_edits") == n_edits))
         parts = sum((v.get("n_edits") or 0) for k, v in by.items() if k != "all")
@@ -228,15 +221,14 @@ def reembed_invariants(out: Outputs) -> list[Row]:
 
 def feedback_invariants(out: Outputs) -> list[Row]:
     rows: list[Row] = []
-    series = (out.doc or {}).get("series")
+    series = out.doc["series"]
     if out.csv_rows is None:
         return rows
-    if isinstance(series, list):
-        rows.append(invariant("feedback_loop.csv rows", f"== len(feedback_loop.json series) ({len(series)})",
-                         len(out.csv_rows), len(out.csv_rows) == len(series)))
+    rows.append(invariant("feedback_loop.csv rows", f"== len(feedback_loop.json series) ({len(series)})",
+                          len(out.csv_rows), len(out.csv_rows) == len(series)))
     bad = []
     for i, r in enumerate(out.csv_rows):
-        for col in ("top1", "top1_lo", "top1_hi", "stale_rate", "rumor_rate", "ece"):
+        for col in (M.TOP1, M.lo(M.TOP1), M.hi(M.TOP1), M.STALE_RATE, M.RUMOR_RATE, M.ECE):
             if col in r:
                 v = csv_number(r[col])
                 if bad_number(v) or not 0.0 <= v <= 1.0:

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smartvector_bench.tools.gate.common import EXPERIMENTS
+from smartvector_bench.core.results import ResultError
+from smartvector_bench.tools.gate.common import EXPERIMENTS, read_result
 from smartvector_bench.tools.gate.report import Row
 
 DECIMALS = 4
@@ -37,19 +37,20 @@ def experiment_dir(root: Path, name: str) -> Path | None:
 class Outputs:
     name: str
     folder: Path
-    doc: Any = None               # the parsed result JSON
+    doc: Any = None               # the result file's document, as its result object reads it (``read_result``)
     csv_header: list[str] | None = None
     csv_rows: list[dict] | None = None
     error: str | None = None      # could not read the result file / CSV
+    error_key: str | None = None  # the result file's key that the error names (None: the file as a whole)
 
 
 def load_outputs(name: str, folder: Path) -> Outputs:
     exp = EXPERIMENTS[name]
     out = Outputs(name, folder)
     try:
-        out.doc = json.loads((folder / exp.result_file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        out.error = f"{folder / exp.result_file}: {exc}"
+        out.doc = read_result(name, folder / exp.result_file)
+    except ResultError as exc:
+        out.error, out.error_key = str(exc), exc.key
         return out
     if exp.csv_file:
         try:

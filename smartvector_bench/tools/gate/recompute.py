@@ -16,6 +16,7 @@ from typing import Any
 from data_gen.params import params_from_config
 from data_gen.writer import write_dataset
 from smartvector_bench.core.dataset import load_dataset
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.tools.gate.paths import bad_number
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
 
@@ -105,12 +106,12 @@ def load_judgments(folder: Path, metrics: dict) -> tuple[Judgments | None, str]:
 # then says how many confidences of the split sit on an edge.
 
 RECOMPUTED_DECIMALS = 6
-RECOMPUTED_METRICS = ("stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10")
-RECOMPUTED_CATEGORY_METRICS = ("top1", *RECOMPUTED_METRICS)
+RECOMPUTED_METRICS = (M.STALE_RATE, M.RUMOR_RATE, M.ECE, M.MRR_AT_10, M.RECALL_AT_5, M.NDCG_AT_10)
+RECOMPUTED_CATEGORY_METRICS = (M.TOP1, *RECOMPUTED_METRICS)
 IR_CUTOFF = 10
 CONFIDENCE_TOL = 1e-6
-CONFIDENCE_KEYS = ("ece", "mean_confidence", "brier", "auroc")  # compared within CONFIDENCE_TOL
-SCORE_METRICS = ("brier", "auroc")  # recomputed when metrics.json has them (issue 14's calibration metrics)
+SCORE_METRICS = (M.BRIER, M.AUROC)  # issue 14's calibration metrics, recomputed when metrics.json has them
+CONFIDENCE_KEYS = (M.ECE, "mean_confidence", M.BRIER, M.AUROC)  # compared within CONFIDENCE_TOL
 
 
 def recompute_ece(confidence: list[float], correct: list[bool], n_bins: int = 10) -> tuple[float, dict]:
@@ -188,8 +189,8 @@ def recompute_ir(run_rows: list[dict], qrels: dict[str, dict[str, int]]) -> dict
     pytrec_eval provider (see above)."""
     import ir_measures
 
-    measures = {ir_measures.RR: "mrr_at_10", ir_measures.R @ 5: "recall_at_5",
-                ir_measures.nDCG @ IR_CUTOFF: "ndcg_at_10"}
+    measures = {ir_measures.RR: M.MRR_AT_10, ir_measures.R @ 5: M.RECALL_AT_5,
+                ir_measures.nDCG @ IR_CUTOFF: M.NDCG_AT_10}
     run: dict[str, dict[str, float]] = {}
     for r in run_rows:
         qid, docs = str(r.get("query_id")), list(r.get("ranked") or [])[:IR_CUTOFF]
@@ -218,19 +219,19 @@ def _recompute_point(rows: list[dict], outcome: dict[str, dict], n_bins: int) ->
     """The point metrics of some run rows from their recomputed per-query outcomes."""
     o = [outcome[str(r.get("query_id"))] for r in rows]
     conf = [0.0 if r.get("confidence") is None else r["confidence"] for r in rows]
-    out = {"top1": _mean([x["correct"] for x in o]), "stale_rate": _mean([x["stale"] for x in o]),
-           "rumor_rate": _mean([x["rumor"] for x in o])}
-    for key in ("mrr_at_10", "recall_at_5", "ndcg_at_10"):
+    out = {M.TOP1: _mean([x["correct"] for x in o]), M.STALE_RATE: _mean([x["stale"] for x in o]),
+           M.RUMOR_RATE: _mean([x["rumor"] for x in o])}
+    for key in (M.MRR_AT_10, M.RECALL_AT_5, M.NDCG_AT_10):
         if all(key in x for x in o):
             out[key] = _mean([x[key] for x in o])
     try:
-        out["ece"], out["ece_bins"] = recompute_ece(conf, [x["correct"] for x in o], n_bins)
+        out[M.ECE], out["ece_bins"] = recompute_ece(conf, [x["correct"] for x in o], n_bins)
     except ValueError as exc:
         out["ece_error"] = str(exc)
     raw = [r.get("confidence") for r in rows]
     if raw:
-        out["brier"] = recompute_brier(raw, [x["correct"] for x in o])
-        out["auroc"] = recompute_auroc(raw, [x["correct"] for x in o])
+        out[M.BRIER] = recompute_brier(raw, [x["correct"] for x in o])
+        out[M.AUROC] = recompute_auroc(raw, [x["correct"] for x in o])
         out["auroc_bounds"] = auroc_bounds(raw, [x["correct"] for x in o])
     return out
 
@@ -303,16 +304,16 @@ def recompute_rows(out_name: str, system: str, per_split: dict, run_rows: list[d
         n_bins = bins.get("n_bins") if isinstance(bins.get("n_bins"), int) and bins.get("n_bins") > 0 else 10
         point = _recompute_point(judged, outcome, n_bins)
         for key in RECOMPUTED_METRICS + SCORE_METRICS:
-            if key == "auroc" and key in s and point.get("auroc_bounds") is not None and s[key] is not None:
+            if key == M.AUROC and key in s and point.get("auroc_bounds") is not None and s[key] is not None:
                 # rank-based: the run file's 6-decimal rounding can tie two confidences the evaluator told apart
                 lo, hi = point["auroc_bounds"]
                 ok = bad_number(s[key]) is None and lo - CONFIDENCE_TOL <= float(s[key]) <= hi + CONFIDENCE_TOL
-                rows.append(invariant(f"{p}.auroc", f"recomputed in [{lo:.6f}, {hi:.6f}]", s[key], ok,
+                rows.append(invariant(f"{p}.{M.AUROC}", f"recomputed in [{lo:.6f}, {hi:.6f}]", s[key], ok,
                                  f"{how}; the interval spans the orders the run file's rounded ties allow"))
             elif key in s and key in point:
                 rows.append(_recomputed_row(f"{p}.{key}", s[key], point[key], how))
         if "ece_error" in point:
-            rows.append(invariant(f"{p}.ece", "recomputable", "ERROR", False, f"{run_file}: {point['ece_error']}"))
+            rows.append(invariant(f"{p}.{M.ECE}", "recomputable", "ERROR", False, f"{run_file}: {point['ece_error']}"))
         else:
             rb = point["ece_bins"]
             for key in ("edges", "counts", "accuracy", "mean_confidence"):

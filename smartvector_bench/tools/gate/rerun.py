@@ -5,7 +5,6 @@ publisher records in each ``results/<name>/PROVENANCE.json``, several at a time 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -15,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO
+from smartvector_bench.core.results import ResultError
+from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, read_result
 
 # The default config of each experiment with the real model; the embedding cache is off so that every rerun
 # embeds with the installed model and packages (a warm cache would hide a model or torch change), and the
@@ -94,11 +94,10 @@ def rerun(name: str, workdir: Path, extra: tuple[str, ...] | list[str] = (), tim
     if r.error is None and r.returncode != 0:
         r.error = f"exit code {r.returncode}"
     if r.error is None:
-        result = run_dir / exp.result_file
         try:
-            json.loads(result.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            r.error = f"{result} missing or unreadable after a zero exit ({exc})"
+            read_result(name, run_dir / exp.result_file)
+        except ResultError as exc:
+            r.error = f"bad result file after a zero exit: {exc}"
     return r
 
 

@@ -32,11 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from experiments import SWEEPS as SWEEP_PRESETS
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.tools.gate.paths import P_LOG10_TOL, log10_close
 from smartvector_bench.tools.gate.sweeps import DECIMALS, JOB_COLUMNS, TIDY, TIDY_PROVENANCE, USABLE, Check
 
-P_COLUMNS = ("mcnemar_p", "permutation_p")
-EXACT_COLUMNS = ("dataset_sha256", "dataset_seed", "n_queries")
+P_COLUMNS = M.P_VALUES
+EXACT_COLUMNS = ("dataset_sha256", "dataset_seed", M.N_QUERIES)
 NOT_COMPARED = ("git_sha", "config_sha256")
 
 # The reduced reruns: preset -> command-line overrides that narrow its sweeper params to a few of its own jobs.

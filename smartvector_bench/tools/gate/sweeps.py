@@ -6,7 +6,10 @@ Why: a sweep's ``summary.json`` is what the paper quotes, but it is written by t
 (pandas) so that a summary edited by hand, or a collector bug, fails naming the number.
 
 ``check_summaries(root)`` (committed check, about a second): for every ``<root>/<preset>/`` holding
-   ``tidy.csv`` and ``summary.json``, every number of ``summary.json``'s ``results`` is recomputed from tidy.csv
+   ``tidy.csv`` and ``summary.json``, the summary is read through its result object (``SweepSummary``: counts
+   per status adding up to planned, the failed and missing lists as long as their counts, the preset's keys
+   under ``results``; a summary it refuses is one row naming the key), then every number of its ``results`` is
+   recomputed from tidy.csv
    (usable jobs: status complete or skipped; mean and sample sd, ddof 1, None below 2 values; the per-seed
    values; tune's winner by dev top-1, then dev MRR@10, then the smaller override string, and its dev top-5;
    half_life's grids) and compared at 6 decimals (equal after rounding, or within one unit of the 6th decimal:
@@ -26,15 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from smartvector_bench.tools.sweeps.collect import (  # the order values are listed in (presentation, not a recomputed number)
-    _num_key,
-)
+from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.results import TIDY, ResultError, SweepSummary
+from smartvector_bench.core.results.main import SPLITS
+from smartvector_bench.core.results.sweep import STATUSES, USABLE
+from smartvector_bench.tools.sweeps.plan import num_key  # the order seeds are listed in (not a recomputed number)
 
-TIDY, SUMMARY, TIDY_PROVENANCE, QUERIES = "tidy.csv", "summary.json", "tidy.provenance.json", "queries.csv"
+SUMMARY, TIDY_PROVENANCE, QUERIES = SweepSummary.FILE, "tidy.provenance.json", "queries.csv"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
-USABLE = ("complete", "skipped")
-STATUSES = ("complete", "skipped", "failed", "missing")
-SPLITS = ("dev", "test")
 DECIMALS = 6
 TOL = 10 ** -DECIMALS + 1e-12  # one unit of the 6th decimal: both sides are 6-decimal roundings of float sums
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
@@ -131,11 +133,11 @@ def _group(usable, split: str, metrics: list[str]) -> dict:
 def recompute_summary(preset: str | None, df, swept: list[str], summary: dict) -> dict:
     """summary.json's ``results`` for ``preset`` recomputed from tidy.csv (the gate's own implementation)."""
     usable = df[df["status"].isin(USABLE) & (df["system"] != "")]
-    res = summary.get("results") if isinstance(summary.get("results"), dict) else {}
-    metrics = [str(m) for m in (res.get("metrics") or ["top1", "stale_rate", "rumor_rate", "ece"])]
+    res = summary["results"]
+    metrics = [str(m) for m in (res.get("metrics") or M.SUMMARY_METRICS)]
     if preset == "seeds":
         seed = _seed_col(df)
-        seeds = sorted({str(s) for s in usable[seed]}, key=_num_key)
+        seeds = sorted({str(s) for s in usable[seed]}, key=num_key)
         per_split = {split: _group(usable, split, metrics) for split in SPLITS}
         return {"metrics": metrics, "seeds": seeds,
                 "systems": {s: {split: per_split[split][s] for split in SPLITS}
@@ -146,7 +148,7 @@ def recompute_summary(preset: str | None, df, swept: list[str], summary: dict) -
         return _tune(df, usable, swept, res)
     if preset == "half_life":
         grid_metrics = sorted({m for per in (res.get("systems") or {}).values() if isinstance(per, dict)
-                               for m in per}) or ["ece", "top1"]
+                               for m in per}) or [M.ECE, M.TOP1]
         return _grid(df, usable, *HALF_LIFE, grid_metrics)
     return {"by_key": {k: _by(df, usable, k, metrics) for k in swept}}
 
@@ -184,8 +186,8 @@ def _cell(table, a, b):
 def _tune(df, usable, swept: list[str], res: dict) -> dict:
     system = str(res.get("system", "smartvector"))
     sel = usable[usable["system"] == system]
-    dev = sel[sel["split"] == "dev"].assign(_top1=lambda d: _numeric(d, "top1"),
-                                            _mrr=lambda d: _numeric(d, "mrr_at_10").fillna(0.0))
+    dev = sel[sel["split"] == "dev"].assign(_top1=lambda d: _numeric(d, M.TOP1),
+                                            _mrr=lambda d: _numeric(d, M.MRR_AT_10).fillna(0.0))
     dev = dev[dev["_top1"].notna()].copy()
     dev["_label"] = [",".join(f"{k}={r[k]}" for k in sorted(swept)) for _, r in dev.iterrows()]
     ranked = dev.sort_values(["_top1", "_mrr", "_label"], ascending=[False, False, True], kind="stable")
@@ -193,8 +195,8 @@ def _tune(df, usable, swept: list[str], res: dict) -> dict:
     out = {"system": system, "selection": res.get("selection"), "n_candidates": int(len(ranked)),
            "n_planned": n_planned, "final": int(len(ranked)) == n_planned, "winner": None, "dev_top5": []}
     for _, r in ranked.head(5).iterrows():
-        out["dev_top5"].append({"job": int(r["job"]), "overrides": r["_label"], "dev_top1": _num(r["top1"]),
-                                "dev_mrr_at_10": _num(r["mrr_at_10"])})
+        out["dev_top5"].append({"job": int(r["job"]), "overrides": r["_label"], f"dev_{M.TOP1}": _num(r[M.TOP1]),
+                                f"dev_{M.MRR_AT_10}": _num(r[M.MRR_AT_10])})
     if len(ranked):
         best = ranked.iloc[0]
         test = sel[(sel["split"] == "test") & (sel["job"] == best["job"])]
@@ -202,13 +204,13 @@ def _tune(df, usable, swept: list[str], res: dict) -> dict:
         stored_test = ((res.get("winner") or {}).get("test") or {})
         test_out: dict = {}
         for k in stored_test:
-            base = k[:-3] if k.endswith("_ci") else k
+            base = next((m for m in M.CI_METRICS if k == M.ci(m)), k)  # an interval: tidy's <metric>_lo / _hi
             if base not in df.columns:
                 test_out[k] = {"error": f"no column {base} in tidy.csv"}
             elif t is None:
                 test_out[k] = None
-            elif k.endswith("_ci"):
-                test_out[k] = [_num(t[f"{base}_lo"]), _num(t[f"{base}_hi"])]
+            elif k != base:
+                test_out[k] = [_num(t[M.lo(base)]), _num(t[M.hi(base)])]
             else:
                 test_out[k] = _num(t[k])
         weights = (res.get("winner") or {}).get("weights")
@@ -217,7 +219,7 @@ def _tune(df, usable, swept: list[str], res: dict) -> dict:
             weights = {**weights, **{k[len(prefix):]: _num(best[k]) for k in swept if k.startswith(prefix)}}
         out["winner"] = {"job": int(best["job"]), "job_dir": best["job_dir"], "overrides": best["_label"],
                          "swept": {k: best[k] for k in swept}, "weights": weights,
-                         "dev": {"top1": _num(best["top1"]), "mrr_at_10": _num(best["mrr_at_10"])},
+                         "dev": {M.TOP1: _num(best[M.TOP1]), M.MRR_AT_10: _num(best[M.MRR_AT_10])},
                          "test": test_out}
     return out
 
@@ -291,35 +293,39 @@ def check_summaries(root: Path) -> list[Check]:
     checks: list[Check] = []
     for folder in sweep_folders(root):
         rel = f"{folder.name}/{SUMMARY}"
+        try:  # validated by its result object: job counts that add up, the preset's keys under results
+            summary = SweepSummary.load(folder / SUMMARY, rel).to_dict()
+        except ResultError as exc:
+            key = exc.key or "(file)"
+            checks.append(Check(rel, key, "a valid summary", "invalid", False,
+                                str(exc).removeprefix(f"{rel}: ").removeprefix(f"{key}: "), ("is", "expected")))
+            continue
         try:
-            summary = json.loads((folder / SUMMARY).read_text(encoding="utf-8"))
             df, swept = read_tidy(folder / TIDY)
         except (OSError, ValueError) as exc:
-            checks.append(Check(rel, "readable", "JSON and CSV", "ERROR", False, f"{type(exc).__name__}: {exc}"))
+            checks.append(Check(f"{folder.name}/{TIDY}", "readable", "CSV", "ERROR", False,
+                                f"{type(exc).__name__}: {exc}"))
             continue
-        if not isinstance(summary, dict):
-            checks.append(Check(rel, "summary", "an object", type(summary).__name__, False))
-            continue
-        preset = summary.get("preset")
+        preset = summary["preset"]
         checks.append(Check(rel, "preset", folder.name, preset, preset == folder.name,
                             "" if preset == folder.name else "the folder is not the preset's"))
         for key, value in job_counts(df).items():
-            stored = summary.get(key)
-            if key in ("failed", "missing") and isinstance(stored, list):
-                stored = [it.get("job") if isinstance(it, dict) else it for it in stored]
+            stored = summary[key]
+            if key in ("failed", "missing"):  # its items are {job, job_dir, overrides, note}: compare the jobs
+                stored = [it["job"] for it in stored]
             checks += compare_tree(stored, value, key, rel)
         try:
             recomputed = recompute_summary(preset, df, swept, summary)
         except (KeyError, ValueError, TypeError) as exc:
             checks.append(Check(rel, "results", "recomputable", "ERROR", False, f"{type(exc).__name__}: {exc}"))
             continue
-        checks += compare_tree(summary.get("results"), recomputed, "results", rel)
+        checks += compare_tree(summary["results"], recomputed, "results", rel)
         if (folder / QUERIES).is_file():
             checks += check_queries(folder, df)
     return checks
 
 
-QUERY_RATES = {"correct": "top1", "stale": "stale_rate", "rumor": "rumor_rate"}
+QUERY_RATES = {"correct": M.TOP1, "stale": M.STALE_RATE, "rumor": M.RUMOR_RATE}
 
 
 def check_queries(folder: Path, tidy) -> list[Check]:
@@ -348,8 +354,8 @@ def check_queries(folder: Path, tidy) -> list[Check]:
                                 ("queries.csv has", "tidy.csv has")))
             continue
         a = agg.loc[key]
-        checks.append(Check(rel, f"{name}.n_queries", _num(r["n_queries"]), int(a["n"]),
-                            _num(r["n_queries"]) == int(a["n"]), "", ("queries.csv gives", "tidy.csv")))
+        checks.append(Check(rel, f"{name}.{M.N_QUERIES}", _num(r[M.N_QUERIES]), int(a["n"]),
+                            _num(r[M.N_QUERIES]) == int(a["n"]), "", ("queries.csv gives", "tidy.csv")))
         for col, metric in QUERY_RATES.items():
             want, got = _num(r[metric]), round(float(a[col]), DECIMALS)
             ok = want is not None and _same(got, want)

@@ -189,13 +189,18 @@ def _f32_profile(sv: SmartVector, qv: np.ndarray, as_of: np.ndarray, reps: int, 
 
 
 def _memory(sv: SmartVector, n: int, mode: str) -> list[Row]:
-    """Resident per-vector state of SmartVector against its FAISS flat index (``metadata_bytes``)."""
+    """Resident per-vector state of SmartVector against its FAISS flat index (``metadata_bytes``), in total
+    and column by column."""
     m = metadata_bytes(sv)
     lifecycle = sum(v for k, v in m["arrays"].items() if k.startswith(("store.", "retriever."))) + \
         m["edges"]["agent.edges"]
+    per_column = [row for k, v in {**m["arrays"], **m["edges"]}.items()
+                  for row in rows("memory", "smartvector", n, mode, f"bytes_per_vector.{k}", v / n, "B")]
     return (rows("memory", "faiss_flat", n, mode, "index_bytes_per_vector", m["index"] / n, "B")
             + rows("memory", "smartvector", n, mode, "metadata_bytes_per_vector", m["total"] / n, "B",
-                   "every per-vector column the four-signal score reads, and the edges")
+                   "every per-vector column the four-signal score reads (exact compact codes), and the edges "
+                   "(packed CSR); the corpus's own columns are not counted")
+            + per_column
             + rows("memory", "smartvector", n, mode, "metadata_share_of_index", m["ratio"], "share")
             + rows("memory", "smartvector", n, mode, "lifecycle_bytes_per_vector", lifecycle / n, "B",
                    "SmartVector's own state only: store columns, relational signal, found edges")
@@ -252,28 +257,33 @@ def rerank_agreement(retriever_cfg: dict, corpus: Corpus, vectors: np.ndarray, q
 
 
 def metadata_bytes(retriever: SmartVector) -> dict:
-    """Memory of SmartVector's per-vector state against the FAISS index's.
+    """Memory of SmartVector's per-vector state against the FAISS index's: what the four-signal search reads
+    per vector and what stays resident between searches.
 
-    ``arrays``: ``.nbytes`` of every numpy array of length N the store holds (its columns), of the corpus
-    columns the signals read (authority, created_at, valid_from, valid_to, supersedes) and of the retriever's
-    cached relational signal; ``edges``: the dependency edges (the agent's found edges and the corpus's given
-    ones, CSR). ``index``: the FAISS index (flat: ntotal * d * 4; HNSW adds its links). Nothing per query is
-    kept between searches (the per-search columns are transient)."""
+    ``arrays``: the store's columns (``VectorStore.nbytes_by_column``: exact compact codes and their tables for
+    its own copies of authority / created_at / valid_from / valid_to and for its ingest, feedback, access,
+    validation, penalty, deprecation and archive columns; int8 status; int32 superseded_by) and the retriever's
+    cached relational signal R (computed here when no search has cached it yet, as the first search would);
+    ``edges``: the dependency edges the agent holds (given and detected, unique, a CSR in the fewest whole
+    bytes: ``compact.PackedRagged``), from which R and the ripple are derived. ``total`` is their sum. ``index``: the FAISS index (flat: ntotal * d * 4; HNSW adds
+    its links). The per-search float64 columns (``scoring.Columns``) are transient and not counted.
+
+    ``not_counted`` lists, for the reader, what is resident but outside the total: the corpus's own columns
+    (the document store every system is served from; the search reads the store's copies) and the agent's
+    once-per-vector edge flag. The agent's other working state (judged pairs, candidate pairs, word sets) and
+    the event log (``event_log_bytes``) are not read by a search either and are not listed."""
     n = len(retriever.corpus)
-    arrays: dict[str, int] = {}
-    for attr, value in sorted(vars(retriever.store).items()):
-        if isinstance(value, np.ndarray) and value.ndim >= 1 and value.shape[0] == n:
-            arrays[f"store.{attr}"] = int(value.nbytes)
-    c = retriever.corpus
-    for attr in ("authority", "created_at", "valid_from", "valid_to", "supersedes"):
-        arrays[f"corpus.{attr}"] = int(getattr(c, attr).nbytes)
-    if getattr(retriever, "_relational_key", None) is not None:
-        arrays["retriever.relational"] = int(retriever._relational.nbytes)
-    agent = retriever.agent
-    edges = {"agent.edges": int(sum(a.nbytes for a in agent.src) + sum(a.nbytes for a in agent.dst)),
-             "corpus.depends_on": int(c.depends_on.indptr.nbytes + c.depends_on.indices.nbytes)}
+    arrays = {f"store.{k}": v for k, v in retriever.store.nbytes_by_column().items()}
+    retriever.relational()
+    arrays["retriever.relational"] = int(retriever._relational.nbytes)
+    agent, c = retriever.agent, retriever.corpus
+    edges = {"agent.edges": agent.edges.nbytes}
     total = sum(arrays.values()) + sum(edges.values())
+    not_counted = {f"corpus.{a}": int(getattr(c, a).nbytes)
+                   for a in ("authority", "created_at", "valid_from", "valid_to", "supersedes")}
+    not_counted["corpus.depends_on"] = int(c.depends_on.indptr.nbytes + c.depends_on.indices.nbytes)
+    not_counted["agent.edges_seen"] = int(agent.edges_seen.nbytes)
     index = retriever._index.nbytes()
     return {"n_vectors": n, "arrays": arrays, "edges": edges, "total": int(total),
             "per_vector": total / max(n, 1), "index": int(index), "index_kind": retriever._index.kind,
-            "ratio": total / index if index else float("inf")}
+            "ratio": total / index if index else float("inf"), "not_counted": not_counted}

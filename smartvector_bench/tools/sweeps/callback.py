@@ -19,6 +19,8 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
+from smartvector_bench.tools.sweeps.plan import folder_collisions, plan_jobs
+
 log = logging.getLogger(__name__)
 
 
@@ -51,10 +53,6 @@ class CollectSweep(Callback):
     # -- internals --------------------------------------------------------------------------------------------
 
     def _refuse_shared_folders(self, config: DictConfig) -> None:
-        # Imported here, not at the top: Hydra builds this callback for single runs too, and the collector
-        # loads pandas, which only a multirun needs. (No circle: collect never imports this module.)
-        from smartvector_bench.tools.sweeps.collect import folder_collisions, plan_jobs
-
         try:
             plan = plan_jobs(config)
         except Exception as exc:  # noqa: BLE001 - the sweeper will report a bad override itself
@@ -76,7 +74,9 @@ class CollectSweep(Callback):
         if self._collected or self._sweep_dir is None:
             return
         self._collected = True
-        from smartvector_bench.tools.sweeps.collect import run  # lazy for the reason in _refuse_shared_folders
+        # Imported here, not at the top: Hydra builds this callback for single runs too, and the collector
+        # loads pandas, which only a multirun needs. (No circle: collect never imports this module.)
+        from smartvector_bench.tools.sweeps.collect import run
 
         try:
             c, _summary, _code = run(self._sweep_dir)

@@ -42,8 +42,7 @@ from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.provenance import git_sha, package_versions
 from smartvector_bench.core.results import RESULT_COLUMNS, SWEEP_SCHEMA_VERSION, TIDY, SweepSummary, system_rows
 from smartvector_bench.tools.sweeps.jobs import Collection, JobResult, collect, rel, usable
-from smartvector_bench.tools.sweeps.plan import folder_collisions, plan_jobs  # noqa: F401 - callback.py's import
-from smartvector_bench.tools.sweeps.summary import _num_key, summarise  # noqa: F401 - the gate orders values by it
+from smartvector_bench.tools.sweeps.summary import summarise
 
 SCHEMA_VERSION = SWEEP_SCHEMA_VERSION
 PROG = "smartvector-collect"

@@ -128,3 +128,12 @@ def folder_collisions(plan: Plan) -> list[tuple[str, list[int]]]:
         if j.dirname is not None:
             by_dir.setdefault(j.dirname, []).append(j.num)
     return [(d, nums) for d, nums in by_dir.items() if len(nums) > 1]
+
+
+def num_key(value: str) -> tuple:
+    """The order a swept key's values are listed in: numbers by value (``"2" < "10"``), then any other value
+    by its text. Shared by the collector's summaries and the gate's recomputation of them."""
+    try:
+        return (0, float(value), value)
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))

@@ -13,6 +13,7 @@ from smartvector_bench.core.results import SWEEP_SCHEMA_VERSION, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
 from smartvector_bench.core.results.sweep import USABLE
 from smartvector_bench.tools.sweeps.jobs import Collection, JobResult, rel
+from smartvector_bench.tools.sweeps.plan import num_key
 
 def _r6(x: float | None) -> float | None:
     return None if x is None else round(float(x), 6)
@@ -59,7 +60,7 @@ def _values(c: Collection, key: str) -> list[str]:
 def summarise_seeds(c: Collection, t: pd.DataFrame) -> dict:
     u = t[t["status"].isin(USABLE)]
     per_split = {split: _stats(u, split) for split in SPLITS}
-    return {"metrics": list(M.SUMMARY_METRICS), "seeds": sorted(set(u["_seed"]), key=_num_key),
+    return {"metrics": list(M.SUMMARY_METRICS), "seeds": sorted(set(u["_seed"]), key=num_key),
             "systems": {system: {split: per_split[split][system] for split in SPLITS}
                         for system in sorted(set(u["system"]))}}
 
@@ -110,13 +111,6 @@ def summarise_grid(c: Collection, t: pd.DataFrame, row_key: str, col_key: str, s
             m: [[_py(v) for v in row] for row in mine.pivot(index=row_key, columns=col_key, values=m)
                 .reindex(index=rows, columns=cols).itertuples(index=False)] for m in metrics}
     return out
-
-
-def _num_key(s: str):
-    try:
-        return (0, float(s), s)
-    except (TypeError, ValueError):
-        return (1, 0.0, str(s))
 
 
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
