@@ -104,6 +104,7 @@ def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
     monkeypatch.setattr(fk, "WIDTH", 700)
     monkeypatch.setattr(fk, "Q_BLOCK", 64)
     monkeypatch.setattr(fk, "CHUNK", 96)
+    monkeypatch.setattr(fk, "PARALLEL_FROM", 0)  # the parallel column build too
     stored, qv, as_of, c, _ = near_queries(3, 3000, 150, 8)
     ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 5)
     assert len(rest) == 0 and (want[:, 0] >= 0).all()

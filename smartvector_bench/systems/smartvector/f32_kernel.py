@@ -97,6 +97,12 @@ def _vector_columns(created, decay_from, base, fb_pos, fb_neg, access, rel, t0, 
     return f
 
 
+# below this many vectors the one-pass column build runs without a parallel region (its thread wake-up costs
+# more than the pass)
+PARALLEL_FROM = 1 << 18
+_vector_columns_serial = njit(_vector_columns.py_func, cache=True)
+
+
 @njit(cache=True, inline="always")
 def _sift(hk, hi, hc, key, j, cos):
     """Replace the root of the min-heap (hk, hi, hc) by (key, j, cos) and sift it down."""
@@ -195,8 +201,9 @@ class Prepared:
         t0 = float(as_of.max())
         h_t, h_c = fp["t_half"], fp["c_half"]
         c = {f: np.ascontiguousarray(getattr(cols, f), dtype=np.float64) for f in Columns.__dataclass_fields__}
-        self.f = _vector_columns(c["created"], c["decay_from"], c["base"], c["fb_pos"], c["fb_neg"], c["access"],
-                                 c["rel"], t0, h_t, h_c, fp["w_total"])
+        build = _vector_columns if len(cols.created) >= PARALLEL_FROM else _vector_columns_serial
+        self.f = build(c["created"], c["decay_from"], c["base"], c["fb_pos"], c["fb_neg"], c["access"], c["rel"],
+                       t0, h_t, h_c, fp["w_total"])
         # float64 bounds of the validity window and of the vector's life: t < lo or t >= hi excludes it, the
         # comparisons fused makes (fmax / fmin: a NaN bound, never compared true, drops out; NaN: no bound)
         n = len(cols.created)
