@@ -6,7 +6,9 @@ The specification is ``systems/smartvector/signals/`` (temporal, confidence, rel
 - ``scoring.fused`` (numpy, in place, dense or gathered): bit-identical to ``score()`` in float64;
 - ``bounds.confidence_bound`` (pre-scaled columns): bit-identical to ``signals.confidence.live_confidence``;
 - ``fused_kernel`` (numba): the same ranking as the spec, scores within an ulp (its ``exp2`` is libm's, numpy's
-  is its own SIMD routine), under every status policy.
+  is its own SIMD routine), under every status policy;
+- ``f32_kernel`` (float32 pass, float64 re-score): the spec's ranking and scores bit for bit, under every status
+  policy (its certificate and edge cases: ``tests/test_f32_search.py``).
 """
 
 from __future__ import annotations
@@ -159,12 +161,15 @@ def test_kernel_scalar_steps_are_the_spec_within_an_ulp(t, start, base, fb):
 
 @pytest.mark.parametrize("dormant", ["deprioritize", "exclude", "include"])
 @pytest.mark.parametrize("reported", ["score", "live_confidence"])
-def test_compiled_kernel_ranks_as_the_spec(data, served, dormant, reported):
+@pytest.mark.parametrize("kernel", ["numba", "float32"])
+def test_compiled_kernel_ranks_as_the_spec(data, served, dormant, reported, kernel):
+    """numba: the spec's ranks, scores within an ulp; float32: the spec's ranks and scores bit for bit (its
+    candidates are re-scored by ``fused``)."""
     qv, as_of = data.query_vectors, data.queries.as_of
     base, policy = served.search_params, served.policy
     served.policy = replace(policy, dormant=dormant, reported_confidence=reported)
     try:
-        assert served.search_params.kernel == "numba"
+        served.search_params = replace(base, kernel=kernel)
         run = served.search(qv, as_of, K)
         served.search_params = replace(base, kernel="numpy")  # the spec's run, bit for bit (checked above)
         ref = served.search(qv, as_of, K)
@@ -177,6 +182,8 @@ def test_compiled_kernel_ranks_as_the_spec(data, served, dormant, reported):
     assert np.nanmax(np.abs(run.scores - scores)) <= 1e-15
     assert np.array_equal(np.isnan(run.confidence), np.isnan(ref.confidence))
     assert np.nanmax(np.abs(run.confidence - ref.confidence)) <= 1e-15
+    if kernel == "float32":
+        assert same(run.scores, scores) and same(run.confidence, ref.confidence)
 
 
 def kernel_params(c: Columns, expired: float = EXPIRED) -> np.ndarray:

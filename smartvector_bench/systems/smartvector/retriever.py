@@ -17,8 +17,12 @@ which lies in [0, 1]; ``live_confidence`` is the top hit's live confidence C.
 
 Search modes (``candidates``)
 -----------------------------
-``candidates: null`` (default, exhaustive): every vector is scored for every query. ``kernel: numba``
-(default): one compiled pass over blocks of BLAS cosines keeps a size-k heap per query and computes the
+``candidates: null`` (default, exhaustive): every vector is scored for every query. ``kernel: float32``
+(default): per block of BLAS cosines, a branch-free float32 pass keeps the best float32 keys per query, which
+are re-scored in float64 by ``scoring.fused`` and certified by a bound of the float32 rounding
+(``f32_kernel.py``): the top k of ``score()``, ids, order and scores bit for bit; a query the bound cannot
+certify even with 4,096 kept is scored by the numpy kernel (``last_search["uncertified_queries"]``).
+``kernel: numba``: one compiled float64 pass over blocks of BLAS cosines keeps a size-k heap per query and computes the
 signals only where a bound of the key can still enter it (``fused_kernel.py``); same top k, scores within an
 ulp of ``score()`` (libm's ``exp2`` against numpy's). ``kernel: numpy``: queries go in blocks sized so the
 (Q, N) working arrays stay under ``memory_budget_mb`` (and at most ``query_batch``); the signals are fused in
@@ -83,6 +87,7 @@ from smartvector_bench.systems.smartvector.signals.temporal import TemporalParam
 from smartvector_bench.core.timeutil import format_iso, from_days
 from smartvector_bench.systems.base import require_fields
 from smartvector_bench.systems.smartvector.compact import ExactColumn
+from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f32
 from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
 from smartvector_bench.systems.smartvector.rerank import rerank
 from smartvector_bench.systems.smartvector.scoring import Columns, columns, fused, top_k_by_key
@@ -114,7 +119,9 @@ class SearchParams:
     hnsw_ef_search: int = 128
     memory_budget_mb: float = 256.0  # exhaustive: (Q, N) working arrays per query block stay under this
     precision: str = choice("float64", "float32")  # exhaustive path's (Q, N) arrays (numpy kernel)
-    kernel: str = choice("numba", "numpy")  # exhaustive path: one compiled pass (fused_kernel) | numpy arrays
+    # exhaustive path: float32 pass + exact float64 re-score (f32_kernel) | compiled float64 pass (fused_kernel)
+    # | numpy arrays
+    kernel: str = choice("float32", "numba", "numpy")
     POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
                                            "memory_budget_mb")
     OPTIONAL_INT: ClassVar[tuple[str, ...]] = ("candidates", "prior_candidates")
@@ -168,6 +175,7 @@ class SmartVector:
             if s not in EXCLUDABLE:
                 raise BenchError(f"{where}.exclude_statuses: {s!r} unknown; allowed: {', '.join(EXCLUDABLE)}")
         self.last_search: dict = {}
+        self._kernel_info: dict = {}  # the exhaustive kernel's counters for last_search
 
     def check_dataset(self, corpus: Corpus) -> None:
         require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to"),
@@ -277,9 +285,11 @@ class SmartVector:
         cols = columns(self)
         t0 = time.perf_counter()
         c = self.search_params.candidates
+        self._kernel_info = {}
         if c is None or q == 0:
             self._exhaustive(cols, query_vectors, as_of, k, np.arange(q), out)
-            self.last_search = {"mode": "exhaustive", "queries": q, "batch": self.exhaustive_batch()}
+            self.last_search = {"mode": "exhaustive", "queries": q, "batch": self.exhaustive_batch(),
+                                "kernel": self.search_params.kernel, **self._kernel_info}
         else:
             rerank(self, cols, query_vectors, as_of, k, out)
         self.last_search["seconds"] = time.perf_counter() - t0
@@ -298,6 +308,14 @@ class SmartVector:
     def _exhaustive(self, cols: Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                     rows: np.ndarray, out: tuple) -> None:
         sp = self.search_params
+        if sp.kernel == "float32" and sp.precision == "float64":
+            ranked, top, conf_top, rest = exhaustive_top_k_f32(self, cols, self._index.stored(), query_vectors[rows],
+                                                               as_of[rows], k)
+            self._emit(rows, ranked, top, conf_top, out)
+            self._kernel_info["uncertified_queries"] = self._kernel_info.get("uncertified_queries", 0) + len(rest)
+            if not len(rest):
+                return
+            rows, sp = rows[rest], replace(sp, kernel="numpy")  # the specification's own path for the rest
         if sp.kernel == "numba" and sp.precision == "float64":
             w, tp, cp, pol = self.weights, self.temporal, self.conf_params, self.policy
             fp = np.array([tp.half_life_days, tp.expired_score, cp.half_life_days, cp.min_confidence,

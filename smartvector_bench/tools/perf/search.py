@@ -4,8 +4,11 @@ re-ranking candidates, on the same query batch in the same process.
 Systems (``system`` column):
 - ``faiss_flat``: ``IndexFlatIP`` top-k by cosine: the baseline every ratio is taken against;
 - ``faiss_hnsw``: ``IndexHNSWFlat`` top-k (approximate; ``recall_at_k`` against flat is reported);
-- ``smartvector_exhaustive``: every vector scored with the four signals at each query's as_of (the compiled
-  kernel); ``smartvector_exhaustive_numpy``: the same with numpy arrays (up to 100K, for the same-run ratio);
+- ``smartvector_exhaustive``: every vector scored with the four signals at each query's as_of (the default
+  kernel, float32: a SIMD float32 pass, exact float64 re-score; ``search_profile`` rows say where its time
+  goes); ``smartvector_exhaustive_numba``: the compiled float64 pass; ``smartvector_exhaustive_numpy``: numpy
+  arrays, the specification's values bit for bit (up to 100K): the default's top k and scores are compared
+  with it (``topk_identical``, ``scores_bit_identical``);
 - ``smartvector_rerank``: FAISS flat top-C plus the per-as_of-group prior candidates, certified (queries the
   bound cannot certify are widened, then scored exhaustively) - exact up to float32 rounding of the cosine;
 - ``smartvector_rerank_hnsw``: the same with HNSW candidates (no certification: approximate).
@@ -24,7 +27,9 @@ import numpy as np
 
 from smartvector_bench.core.index import FlatIndex, HNSWIndex
 from smartvector_bench.core.dataset import Corpus
+from smartvector_bench.systems.smartvector.f32_kernel import cosine_blocks, exhaustive_top_k_f32
 from smartvector_bench.systems.smartvector.retriever import SmartVector
+from smartvector_bench.systems.smartvector.scoring import columns
 from smartvector_bench.tools.scale import ScaleData
 from smartvector_bench.tools.perf.systems import retriever_config
 from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows
@@ -99,16 +104,30 @@ def run_search(data: ScaleData, *, reps: int, n_latency: int, candidates: int, h
     reference = None
     if exhaustive:
         say(f"{n:,}: smartvector exhaustive")
-        batch("smartvector_exhaustive", lambda: sv.search(qv, as_of, K))
+        note = f"kernel={base.kernel}"
+        batch("smartvector_exhaustive", lambda: sv.search(qv, as_of, K), note)
         latency("smartvector_exhaustive", lambda s: sv.search(qv[s], as_of[s], K))
         reference = sv.search(qv, as_of, K)
-        if n <= NUMPY_MAX_SIZE:  # the same scoring with numpy arrays instead of the compiled pass, same run
+        out += rows("quality", "smartvector_exhaustive", n, mode, "uncertified_queries",
+                    sv.last_search.get("uncertified_queries", 0), "queries", note)
+        if base.kernel == "float32":
+            out += _f32_profile(sv, qv, as_of, reps, n, mode)
+        say(f"{n:,}: smartvector exhaustive, numba float64 kernel")
+        sv.search_params = replace(base, kernel="numba")  # the compiled float64 pass, same run
+        batch("smartvector_exhaustive_numba", lambda: sv.search(qv, as_of, K), "kernel=numba")
+        out += _agreement("smartvector_exhaustive_numba", sv.search(qv, as_of, K), reference, n, mode,
+                          "kernel=numba")
+        if n <= NUMPY_MAX_SIZE:  # the specification's own values (numpy, bit-identical to score()), same run
             say(f"{n:,}: smartvector exhaustive, numpy kernel")
             sv.search_params = replace(base, kernel="numpy")
             batch("smartvector_exhaustive_numpy", lambda: sv.search(qv, as_of, K), "kernel=numpy")
-            out += _agreement("smartvector_exhaustive_numpy", sv.search(qv, as_of, K), reference, n, mode,
-                              "kernel=numpy")
-            sv.search_params = base
+            spec = sv.search(qv, as_of, K)
+            out += _agreement("smartvector_exhaustive_numpy", spec, reference, n, mode, "kernel=numpy")
+            out += _agreement("smartvector_exhaustive", reference, spec, n, mode, f"{note} vs the float64 spec")
+            same = np.array_equal(reference.scores, spec.scores, equal_nan=True)
+            out += rows("quality", "smartvector_exhaustive", n, mode, "scores_bit_identical", float(same), "share",
+                        f"{note} vs the float64 spec")
+        sv.search_params = base
 
     say(f"{n:,}: smartvector rerank C={candidates}")
     sv.search_params = replace(base, candidates=int(candidates))
@@ -147,6 +166,26 @@ def run_search(data: ScaleData, *, reps: int, n_latency: int, candidates: int, h
                 f"C(v, t) of all {n:,} vectors, {m} as_of times per call")
     sv.search_params = base
     return out
+
+
+def _f32_profile(sv: SmartVector, qv: np.ndarray, as_of: np.ndarray, reps: int, n: int, mode: str) -> list[Row]:
+    """Where the float32 exhaustive kernel's time goes, per batch: the BLAS products alone (its blocks, nothing
+    else), and its steps (prepare the columns, scan = products + float32 scoring + selection, float64
+    re-score), plus the scans run (more than one per as_of group: widened queries)."""
+    stored = sv._index.stored()
+    qf = np.ascontiguousarray(qv, dtype=np.float32)
+    blas = repeat(lambda: [None for _ in cosine_blocks(stored, qf)], reps)
+    steps: list[dict] = []
+    for _ in range(reps):
+        steps.append({})
+        exhaustive_top_k_f32(sv, columns(sv), stored, qv, as_of, K, seconds=steps[-1])
+    out = rows("search_profile", "smartvector_exhaustive", n, mode, "blas_products_s", blas, "s",
+               "kernel=float32: the BLAS products of its blocks alone")
+    for step in ("prepare", "scan", "rescore"):
+        out += rows("search_profile", "smartvector_exhaustive", n, mode, f"{step}_s",
+                    [d.get(step, 0.0) for d in steps], "s", "kernel=float32")
+    return out + rows("search_profile", "smartvector_exhaustive", n, mode, "scans",
+                      [d.get("scan_calls", 0) for d in steps], "passes", "kernel=float32: 1 per as_of group unless widened")
 
 
 def _memory(sv: SmartVector, n: int, mode: str) -> list[Row]:

@@ -23,8 +23,8 @@ BASELINE = "faiss_flat"
 RATIO_METRICS = {("search_batch", "batch_s"), ("search_latency", "query_ms")}
 # Systems timed by the search case on the same query batch as faiss_flat: only their ratios mean anything
 # (the peer and reference cases run their own query sets; they carry their own baselines).
-SAME_BATCH = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_exhaustive_numpy", "smartvector_rerank",
-              "smartvector_rerank_hnsw")
+SAME_BATCH = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_exhaustive_numba",
+              "smartvector_exhaustive_numpy", "smartvector_rerank", "smartvector_rerank_hnsw")
 
 
 def summary_rows(runs: list[Row]) -> list[dict]:

@@ -1,0 +1,182 @@
+"""The float32 exhaustive pass (``f32_kernel``) against the specification: the same top k (ids and order) and
+the same float64 scores, on exact ties, times on window edges, dormant vectors, k above the number of live
+vectors, ragged blocks, several as_of groups, and queries its certificate has to widen or give back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+
+import smartvector_bench.systems.smartvector.f32_kernel as fk
+from smartvector_bench.core.run import rank_by_score
+from smartvector_bench.systems.smartvector.retriever import StatusPolicy
+from smartvector_bench.systems.smartvector.scoring import Columns, fused
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams
+from smartvector_bench.systems.smartvector.signals.fusion import Weights
+from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams
+
+from .test_formulas import EXPIRED, _unit, kernel_columns, near_queries, spec_brute
+
+
+@dataclass
+class Scorer:
+    """What ``fused`` and the kernel read of a SmartVector: weights, parameters, status policy."""
+
+    policy: StatusPolicy = field(default_factory=StatusPolicy)
+    temporal: TemporalParams = field(default_factory=TemporalParams)
+    weights: Weights = field(default_factory=Weights)
+    conf_params: ConfidenceParams = field(default_factory=ConfidenceParams)
+    exclude: list = field(default_factory=lambda: ["DEPRECATED", "ARCHIVED"])
+
+    def _excludes_dormant(self) -> bool:
+        return self.policy.dormant == "exclude" or "DORMANT" in self.exclude
+
+
+def spec(sv: Scorer, stored, qv, as_of, c: Columns, k: int):
+    """The spec's run on every vector: ``fused`` on the dense cosines (bit-identical to ``score()``,
+    tests/test_formulas.py), ranked by ``rank_by_score``."""
+    score, key, _ = fused(sv, c, (qv @ stored.T).astype(np.float64), as_of)
+    ranked, _ = rank_by_score(key, k)
+    top = np.take_along_axis(score, np.maximum(ranked, 0), axis=1)
+    return ranked, np.where(ranked >= 0, top, np.nan)
+
+
+def check(sv, stored, qv, as_of, c, k, **kw):
+    ranked, top, _, rest = fk.exhaustive_top_k_f32(sv, c, stored, qv, as_of, k, **kw)
+    want, want_top = spec(sv, stored, qv, as_of, c, k)
+    done = np.setdiff1d(np.arange(len(qv)), rest)
+    assert np.array_equal(ranked[done], want[done])
+    assert np.array_equal(top[done], want_top[done], equal_nan=True)  # bit for bit: re-scored by fused
+    return ranked, want, rest
+
+
+def tied_case(seed: int, n: int, q: int, dup: int):
+    """n vectors whose vectors and metadata repeat every ``dup`` rows (exact ties), queries at random as_of,
+    a third of them exactly on a vector's creation, validity end or successor's start (window edges)."""
+    rng = np.random.default_rng(seed)
+    base = _unit(rng, min(n, dup), 16)
+    stored = np.tile(base, (n // len(base) + 1, 1))[:n]
+    qv = _unit(rng, q, 16)
+    c, _ = kernel_columns(rng, n, dup)
+    edges = np.concatenate([c.created, c.valid_to[np.isfinite(c.valid_to)], c.succ_from[np.isfinite(c.succ_from)]])
+    as_of = np.where(rng.random(q) < 0.35, rng.choice(edges, q), rng.uniform(-10, 260, q))
+    as_of[:2] = -5.0  # before every creation: an empty run
+    return stored, qv, as_of, c
+
+
+@pytest.mark.parametrize("dormant", ["deprioritize", "exclude", "include"])
+@pytest.mark.parametrize("dup", [7, 300, 5000])
+def test_top_k_is_the_spec_on_ties_and_window_edges(dormant, dup):
+    sv = Scorer(policy=StatusPolicy(dormant=dormant))
+    stored, qv, as_of, c = tied_case(dup, 5000, 60, dup)
+    ranked, want, rest = check(sv, stored, qv, as_of, c, 10)
+    assert len(rest) == 0
+    assert (want[:, 0] == -1).any() and (want[:, 0] >= 0).sum() > 30  # empty and full runs both occur
+    _, _, conf = fused(sv, c, (qv @ stored.T).astype(np.float64), as_of, need_confidence=True)
+    assert (conf < sv.conf_params.dormant_threshold).any()  # dormant vectors occur
+
+
+def test_agrees_with_the_signals_composed():
+    """The same run as ``signals/`` composed directly (test_formulas.spec_brute), not only as ``fused``."""
+    rng = np.random.default_rng(11)
+    n, q, k = 4000, 50, 10
+    stored, qv = _unit(rng, n, 16), _unit(rng, q, 16)
+    c, raw = kernel_columns(rng, n, n)
+    as_of = rng.uniform(-10, 260, q)
+    ranked, top, _, rest = fk.exhaustive_top_k_f32(Scorer(), c, stored, qv, as_of, k)
+    want, want_score = spec_brute(stored, qv, as_of, c, raw, True, k)
+    assert len(rest) == 0 and np.array_equal(ranked, want)
+    ok = want >= 0
+    assert np.abs(top[ok] - want_score[ok]).max() <= 1e-15
+
+
+def test_k_above_the_live_vectors_pads():
+    stored, qv, as_of, c = tied_case(3, 400, 30, 400)
+    as_of = np.full(30, 5.0)  # early: few vectors created yet
+    ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 120)
+    live = (want >= 0).sum(axis=1)
+    assert len(rest) == 0 and (live < 120).all() and (live > 0).any()
+
+
+def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
+    monkeypatch.setattr(fk, "WIDTH", 700)
+    monkeypatch.setattr(fk, "Q_BLOCK", 64)
+    monkeypatch.setattr(fk, "CHUNK", 96)
+    monkeypatch.setattr(fk, "PARALLEL_FROM", 0)  # the parallel column build too
+    stored, qv, as_of, c, _ = near_queries(3, 3000, 150, 8)
+    ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 5)
+    assert len(rest) == 0 and (want[:, 0] >= 0).all()
+    assert fk.SERIAL_BELOW > 3
+    check(Scorer(), stored, qv[:3], as_of[:3], c, 5)  # a block of few queries: the serial pass
+
+
+def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch):
+    """With every vector repeated 40 times, 26 kept cannot certify: the query is re-run with more. Past
+    MAX_KEPT it is returned for the caller's float64 path, never answered from an uncertified set."""
+    stored, qv, as_of, c = tied_case(5, 4000, 20, 100)
+    _, _, rest = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
+    assert len(rest) == 0
+    monkeypatch.setattr(fk, "MAX_KEPT", 64)
+    _, want, rest = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
+    assert len(rest) > 0 and (want[rest, 0] >= 0).all()
+
+
+def test_query_groups_over_a_long_span():
+    """as_of spread over far more than SPAN half-lives: several time origins, each exact."""
+    rng = np.random.default_rng(2)
+    n, q = 3000, 40
+    stored, qv = _unit(rng, n, 16), _unit(rng, q, 16)
+    c, _ = kernel_columns(rng, n, n)
+    span = 3 * fk.SPAN * 30.0
+    c = replace(c, created=c.created * span / 200, valid_from=c.valid_from * span / 200,
+                decay_from=c.decay_from * span / 200, ingested_at=c.ingested_at * span / 200)
+    as_of = rng.uniform(0, span, q)
+    assert len(fk.query_groups(as_of, 30.0)) >= 3
+    check(Scorer(), stored, qv, as_of, c, 10)
+
+
+def test_expired_score_above_one():
+    sv = Scorer(temporal=TemporalParams(expired_score=3.0))
+    stored, qv, as_of, c, _ = near_queries(5, 2000, 30, 16)
+    ranked, want, rest = check(sv, stored, qv, as_of, c, 5)
+    assert len(rest) == 0
+    assert ((as_of >= c.valid_to[np.maximum(want[:, 0], 0)]) & (want[:, 0] >= 0)).any()  # an expired top hit
+
+
+@pytest.mark.parametrize("deprio", [True, False])
+def test_rounding_bound_holds_and_is_tight(deprio):
+    """Every float32 key (all vectors kept) lies within the bound E below its float64 key, and E is no more
+    than ~100x the largest error seen (the certificate is not vacuous)."""
+    sv = Scorer(policy=StatusPolicy(dormant="deprioritize" if deprio else "include"))
+    rng = np.random.default_rng(9)
+    n, q = 3000, 40
+    stored, qv = _unit(rng, n, 32), _unit(rng, q, 32)
+    c, _ = kernel_columns(rng, n, n)
+    as_of = rng.uniform(-10, 260, q)
+    w, tp, cp = sv.weights, sv.temporal, sv.conf_params
+    fb = c.fb_pos - c.fb_neg
+    e_key, e_conf = fk.rounding_bound(w, tp.expired_score, cp.min_confidence, float(np.abs(c.base).max()),
+                                      float(np.abs(fb).max()), float(np.abs(c.access).max()),
+                                      float(np.abs(c.rel).max()), deprio)
+    prep = fk.Prepared(c, as_of, {"t_half": tp.half_life_days, "c_half": cp.half_life_days,
+                                  "w_total": w.total()}, {"exclude_created_after": True,
+                                                          "exclude_deprecated": True, "exclude_archived": True})
+    wts = np.array([w.semantic, w.temporal, w.confidence], dtype=np.float32) / np.float32(w.total())
+    consts = np.array([tp.expired_score, cp.min_confidence, fk._f32_below(cp.dormant_threshold - e_conf)],
+                      dtype=np.float32)
+    hk, hi, hc = fk.scan(stored, qv, prep, np.arange(q), wts, consts, np.array([deprio, False]), n)
+    kept = hi >= 0  # every vector whose float32 key is finite
+    _, key64, _ = fused(sv, c, hc.astype(np.float64), as_of, np.where(kept, hi, 0))
+    _, dense, _ = fused(sv, c, (qv @ stored.T).astype(np.float64), as_of)
+    assert np.array_equal(kept.sum(axis=1), np.isfinite(dense).sum(axis=1))  # exclusions decided exactly
+    key32 = hk.astype(np.float64)
+    assert np.isfinite(key64[kept]).all()
+    fin = kept
+    diff = np.where(fin, key64, 0.0) - np.where(fin, key32, 0.0)
+    dorm_diff = np.abs(diff) > 1.0  # dormancy within C's bound of the threshold: key32 is 2 above
+    err = diff[fin & ~dorm_diff]
+    assert err.max() <= e_key
+    assert e_key < 100 * max(np.abs(err).max(), 1e-9) and e_key < 1e-5
+    assert (diff[fin & dorm_diff] < 0).all()  # only ever in the direction that keeps a candidate
