@@ -24,14 +24,8 @@ from smartvector_bench.systems.smartvector.candidates import knn_pairs, orient, 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.systems.smartvector.detectors import (  # noqa: F401
-    ReferenceDetector,
-    SemanticDetector,
-    content_similarity,
-    jaccard_between,
-    jaccard_of,
-    jaccard_pairs,
-    word_sets_matrix,
-)
+    ReferenceDetector, SemanticDetector, content_similarity, jaccard_between, jaccard_of, jaccard_pairs,
+    word_sets_matrix)
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.smartvector.compact import PackedRagged
 from smartvector_bench.systems.smartvector.lifecycle import Status

@@ -144,7 +144,7 @@ def bench_consolidation(data, reps: int, k: int = DEFAULT_K, all_pairs: bool = F
     if pairs not in SYSTEMS:
         raise BenchError(f"consolidation pairs {pairs!r}: unknown; allowed: {', '.join(SYSTEMS)}")
     r = SmartVector(**default_smartvector_config())
-    vectors = vectors or str(data.info.get("vectors", "synthetic"))
+    vectors = vectors or data.vectors
     params = dataclasses.replace(r.cons_params, candidates=int(k), candidate_pairs=pairs,
                                  **({"candidate_index": index} if index else {}))
     system = SYSTEMS[pairs].format(k=k)

@@ -53,10 +53,6 @@ from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, 
 K = 10
 
 
-def vectors_mode(data: ScaleData) -> str:
-    return str(data.info.get("vectors", "synthetic"))
-
-
 def serve_time_of(data: ScaleData) -> float:
     """The benchmark's serving time for a scaled dataset: the latest query ``as_of`` (as perf.search uses)."""
     return float(np.max(data.queries.as_of))
@@ -118,7 +114,7 @@ def leakage(data: ScaleData, ranked: np.ndarray, as_of: np.ndarray) -> dict[str,
 
 def bench_livevectorlake(data: ScaleData, reps: int, n_latency: int, built: tuple | None = None) -> list[Row]:
     """``built``: the result of :func:`lvl_index` on ``data``, to reuse an index (default: built here)."""
-    n, mode = len(data.corpus), vectors_mode(data)
+    n, mode = len(data.corpus), data.vectors
     out: list[Row] = []
     r, secs, timings = lvl_index(data) if built is None else built
     try:
@@ -180,7 +176,7 @@ def kg_index(data: ScaleData, **overrides) -> tuple[KGSmartVector, float]:
 
 
 def bench_kg(data: ScaleData, reps: int, n_latency: int) -> list[Row]:
-    n, mode = len(data.corpus), vectors_mode(data)
+    n, mode = len(data.corpus), data.vectors
     out: list[Row] = []
     qv = data.query_vectors
     as_of = np.asarray(data.queries.as_of, dtype=np.float64)

@@ -162,10 +162,6 @@ def _time_consolidations(r: SmartVectorRef, acc: dict) -> None:
     r._consolidate = timed
 
 
-def vectors_mode(data: ScaleData) -> str:
-    return str(data.info.get("vectors", "synthetic"))
-
-
 def serve_time_of(data: ScaleData) -> float:
     return float(np.max(data.queries.as_of))
 
@@ -220,7 +216,7 @@ def bench_reference(data: ScaleData, n_queries: int, reps: int, *, candidates: i
                     consolidation_max: int = CONSOLIDATION_MAX) -> list[Row]:
     """smartvector_ref and our smartvector on the same first ``n_queries`` queries of ``data`` (see the module
     docstring for every row). ``consolidation_max`` <= 0 skips the full-consolidation measurement."""
-    n, mode = len(data.corpus), vectors_mode(data)
+    n, mode = len(data.corpus), data.vectors
     nq = min(int(n_queries), len(data.queries))
     if nq <= 0:
         raise ValueError(f"bench_reference: n_queries={n_queries} with {len(data.queries)} queries available")

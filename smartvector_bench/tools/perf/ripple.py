@@ -76,7 +76,7 @@ def active_store(data: ScaleData) -> VectorStore:
 
 
 def bench_smartvector_ripple(data: ScaleData, origins: np.ndarray, depended_by: Ragged) -> tuple[list[Row], dict]:
-    n, mode = len(data.corpus), str(data.info.get("vectors", "synthetic"))
+    n, mode = len(data.corpus), data.vectors
     p = RippleParams()
     t_at = float(np.max(data.corpus.created_at))
     out: list[Row] = []
@@ -127,7 +127,7 @@ def build_kg(data: ScaleData, path: Path, n: int) -> tuple[KnowledgeGraph, np.nd
 
 
 def bench_kg_ripple(data: ScaleData, origins: np.ndarray, n: int, tmp: Path) -> list[Row]:
-    mode = str(data.info.get("vectors", "synthetic"))
+    mode = data.vectors
     kg, ent, secs = build_kg(data, tmp / "ripple.sqlite", n)
     try:
         at = float(np.max(data.corpus.created_at[:n]))
@@ -151,7 +151,7 @@ def bench_kg_ripple(data: ScaleData, origins: np.ndarray, n: int, tmp: Path) -> 
 
 def bench_ripple(data: ScaleData, n_origins: int = 1000, seed: int = 0, kg: bool = True,
                  kg_max_entities: int | None = None) -> list[Row]:
-    n, mode = len(data.corpus), str(data.info.get("vectors", "synthetic"))
+    n, mode = len(data.corpus), data.vectors
     t = time.perf_counter()
     depended_by = depended_by_graph(data)
     build = time.perf_counter() - t

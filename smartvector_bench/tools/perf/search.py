@@ -38,10 +38,6 @@ K = 10
 NUMPY_MAX_SIZE = 100_000  # the numpy exhaustive path is also timed up to here (80 s a batch at 1M)
 
 
-def vectors_mode(data: ScaleData) -> str:
-    return str(data.info.get("vectors", data.info.get("mode", "synthetic")))
-
-
 def smartvector(data: ScaleData, consolidation: dict | None = None, **search) -> tuple[SmartVector, float]:
     """The default smartvector retriever (search options overridden) indexed at the latest as_of; seconds."""
     cfg = retriever_config("smartvector", **search)
@@ -56,7 +52,7 @@ def smartvector(data: ScaleData, consolidation: dict | None = None, **search) ->
 def run_search(data: ScaleData, *, reps: int, n_latency: int, candidates: int, hnsw: dict,
                consolidation: dict | None = None, exhaustive: bool = True, hnsw_enabled: bool = True,
                progress=None) -> list[Row]:
-    n, mode = len(data.corpus), vectors_mode(data)
+    n, mode = len(data.corpus), data.vectors
     qv, as_of = data.query_vectors, np.asarray(data.queries.as_of, dtype=np.float64)
     nq = len(qv)
     out: list[Row] = []

@@ -50,6 +50,11 @@ class ScaleData:
     def n_blocks(self) -> int:
         return len(self.offsets)
 
+    @property
+    def vectors(self) -> str:
+        """The vector kind (synthetic | real): the ``vectors`` column of every perf row measured on this data."""
+        return str(self.info.get("vectors", "synthetic"))
+
 
 
 def _tile_labels(bl: Labels, suffixes: np.ndarray, block: np.ndarray, base_row: np.ndarray, q_block: np.ndarray,
