@@ -61,6 +61,6 @@ bench: install
 	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
 	$(PY) -m smartvector_bench.tools.gate --write-expected
 
-## Every perf case at toy sizes in under a minute, into a temp folder (a smoke test; not for reporting).
+## Every perf case at toy sizes in about two minutes, into a temp folder (a smoke test; not for reporting).
 bench-quick: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick
