@@ -1231,3 +1231,7 @@ def test_zz_example_counts(capsys):
         Path(out).write_text(report + "\n")
     with capsys.disabled():
         print("\n" + report)
+    # A fuzzer whose cases all load (or all fail) tests one side of the loader only: every target must do both.
+    one_sided = sorted({t for t, _ in OUTCOMES} - {t for (t, o), n in OUTCOMES.items() if o == "loaded" and n}
+                       | ({t for t, _ in OUTCOMES} - {t for (t, o), n in OUTCOMES.items() if o == "rejected" and n}))
+    assert not one_sided, f"fuzz targets that never loaded or never rejected a case: {one_sided}"
