@@ -9,7 +9,6 @@ check (top-level keys, every configured system, the experiment by name) is ``sma
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,7 +38,7 @@ def experiment_settings(cls: type, exp: dict | None, nested: dict | None = None)
     """``cls`` (an :class:`ExperimentSettings`) from ``cfg["experiment"]``, every key checked by ``section``
     (errors name ``experiment.<key>``); ``experiment.name`` must be the class's own."""
     s = section(cls, exp, "experiment", nested=nested)
-    own = next(f.default for f in dataclasses.fields(cls) if f.name == "name")
+    own = cls.name  # the subclass default: a plain class attribute of the dataclass
     if s.name != own:
         raise BenchError(f"experiment.name={s.name}: this module runs {own} only")
     return s

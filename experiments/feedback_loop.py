@@ -41,7 +41,7 @@ from smartvector_bench.systems.smartvector.replay import (
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import LiveStore
 from smartvector_bench.systems.plain_cosine import PlainCosine
-from smartvector_bench.systems.valid_cosine import cosine_confidence
+from smartvector_bench.systems.cosine_baseline import cosine_confidence
 from smartvector_bench.core.run import Run, rank_by_score
 from experiments.config import (check_dataset, check_embedder, check_systems_on, experiment_settings,
                                 ExperimentSettings)

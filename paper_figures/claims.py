@@ -43,7 +43,7 @@ from smartvector_bench.core.report import (  # noqa: E402
 from smartvector_bench.core.results import (  # noqa: E402
     TIDY, FeedbackLoop, LvlEval, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
 )
-from smartvector_bench.core.results.base import check, check_type  # noqa: E402
+from smartvector_bench.core.results.base import check, check_type, read_json  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -65,10 +65,7 @@ def _doc(result: ResultFile | None) -> dict | None:
 def _json(results: Path, rel: str) -> dict | None:
     """A JSON file no result class describes (the shortcut audit's, the handbook's manifest), None when missing."""
     path = results / rel
-    try:
-        data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ResultError(f"{path}: not readable as JSON ({exc})") from None
+    data = read_json(path) if path.is_file() else None
     check_type(data, dict, str(path), "(top level)", allow_none=True)
     return data
 

@@ -1,5 +1,6 @@
 """What the exact-cosine baselines that filter or re-order by metadata share (valid_cosine, recent_cosine,
-metadata_filter): the constructor and index of :class:`CosineBaseline`, and :func:`rank_head_by`."""
+metadata_filter, and plain_cosine and oracle for the confidence): the constructor and index of
+:class:`CosineBaseline`, :func:`cosine_confidence` and :func:`rank_head_by`."""
 
 from __future__ import annotations
 
@@ -11,6 +12,13 @@ from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.core.settings import section
+
+
+def cosine_confidence(ranked: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """Top-1 cosine clipped to [0, 1]; NaN where the system returned nothing."""
+    if ranked.shape[1] == 0:
+        return np.full(ranked.shape[0], np.nan)
+    return np.where(ranked[:, 0] >= 0, np.clip(np.nan_to_num(top[:, 0]), 0.0, 1.0), np.nan)
 
 
 class CosineBaseline:

@@ -19,7 +19,8 @@ from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.run import Run
 from smartvector_bench.systems.base import require_fields
 from smartvector_bench.systems.cosine_baseline import CosineBaseline, rank_head_by
-from smartvector_bench.systems.valid_cosine import cosine_confidence, IN_FORCE_FIELDS, in_force
+from smartvector_bench.systems.cosine_baseline import cosine_confidence
+from smartvector_bench.systems.valid_cosine import IN_FORCE_FIELDS, in_force
 
 
 @dataclass(frozen=True)

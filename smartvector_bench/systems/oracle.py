@@ -31,7 +31,8 @@ from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.base import require_fields
-from smartvector_bench.systems.valid_cosine import cosine_confidence, in_force
+from smartvector_bench.systems.cosine_baseline import cosine_confidence
+from smartvector_bench.systems.valid_cosine import in_force
 
 
 @dataclass(frozen=True)

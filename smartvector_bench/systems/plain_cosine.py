@@ -10,7 +10,7 @@ import numpy as np
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
-from smartvector_bench.systems.valid_cosine import cosine_confidence
+from smartvector_bench.systems.cosine_baseline import cosine_confidence
 
 _TIE_MARGIN = 16  # fetch a few extra hits so ties at rank k are broken by our rule, not FAISS's
 

@@ -17,7 +17,7 @@ from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.run import Run
 from smartvector_bench.systems.base import require_fields
 from smartvector_bench.systems.cosine_baseline import CosineBaseline, rank_head_by
-from smartvector_bench.systems.valid_cosine import cosine_confidence
+from smartvector_bench.systems.cosine_baseline import cosine_confidence
 
 
 @dataclass(frozen=True)

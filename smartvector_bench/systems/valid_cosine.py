@@ -15,7 +15,7 @@ import numpy as np
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.systems.base import require_fields
-from smartvector_bench.systems.cosine_baseline import CosineBaseline
+from smartvector_bench.systems.cosine_baseline import CosineBaseline, cosine_confidence
 
 
 def in_force(corpus: Corpus, as_of: np.ndarray) -> np.ndarray:
@@ -23,13 +23,6 @@ def in_force(corpus: Corpus, as_of: np.ndarray) -> np.ndarray:
     t = np.asarray(as_of, dtype=np.float64).reshape(-1)[:, None]
     return ((corpus.created_at[None, :] <= t) & (corpus.valid_from[None, :] <= t)
             & (t < corpus.valid_to[None, :]))
-
-
-def cosine_confidence(ranked: np.ndarray, top: np.ndarray) -> np.ndarray:
-    """Top-1 cosine clipped to [0, 1]; NaN where the system returned nothing."""
-    if ranked.shape[1] == 0:
-        return np.full(ranked.shape[0], np.nan)
-    return np.where(ranked[:, 0] >= 0, np.clip(np.nan_to_num(top[:, 0]), 0.0, 1.0), np.nan)
 
 
 @dataclass(frozen=True)

@@ -117,7 +117,10 @@ class ExactColumn(NDArrayOperatorsMixin):
         if self._raw is not None:
             out = self._raw[key]
             return out.copy() if isinstance(out, np.ndarray) else out
-        return self._table[self._codes[key]].view(np.float64)
+        codes = self._codes[key]
+        if isinstance(codes, np.ndarray) and codes.ndim == 1:  # whole columns and slices: the fast gather
+            return _gather(self._table.view(np.float64), codes)
+        return self._table[codes].view(np.float64)
 
     def __setitem__(self, key, values) -> None:
         self._write(key, values)

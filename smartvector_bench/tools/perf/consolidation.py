@@ -40,6 +40,7 @@ from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.tools.perf.systems import retriever_config
 from smartvector_bench.tools.perf.timing import Row, rows
 from smartvector_bench.tools.scale import scale_dataset
+from smartvector_bench.tools.scale.cli import proc_status_mb
 
 DEFAULT_K = 20
 _ALL_PAIRS: dict = {}
@@ -60,20 +61,9 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def _status_mb(field: str) -> float | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return None
-
-
 def _peak_rss_mb() -> float:
     """Peak RSS since the last :func:`_reset_peak_rss` (``VmHWM``), else the process's peak so far."""
-    peak = _status_mb("VmHWM")
+    peak = proc_status_mb("VmHWM")
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
 
 
@@ -97,7 +87,7 @@ def _run(data, params, r, reps: int) -> tuple[list[float], list[float], Consolid
         res = None  # free the previous repetition's store first
         gc.collect()
         _reset_peak_rss()
-        before = _status_mb("VmRSS")
+        before = proc_status_mb("VmRSS")
         t = time.perf_counter()
         res = consolidate(data.corpus, at, params, data.corpus_vectors, r.conf_params, r.store_params)
         seconds.append(time.perf_counter() - t)

@@ -15,11 +15,21 @@ from smartvector_bench.tools.scale.stats import (
 )
 
 
+def proc_status_mb(field: str) -> float | None:
+    """This process's ``field`` of /proc/self/status (VmRSS, VmHWM) in MB; None where it cannot be read."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def _proc_status_mb(key: str) -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    mb = proc_status_mb(key)
+    return float("nan") if mb is None else mb
 
 
 def profile(n_vectors: int, seed: int = 0) -> dict:
