@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -26,6 +24,7 @@ from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.provenance import provenance
 from smartvector_bench.tools.perf.cases import CASES, search_case
+from smartvector_bench.tools.perf.machine import machine_info
 from smartvector_bench.tools.perf.summary import RUN_FIELDS, SUMMARY_FIELDS, csv_text, read_runs, summary_rows
 from smartvector_bench.tools.perf.targets import evaluate_targets, render_markdown
 from smartvector_bench.tools.perf.timing import Row
@@ -97,14 +96,14 @@ def write_results(out_dir: str | Path, cfg: dict, runs: list[Row], wall_s: float
         "runs.csv": csv_text([r.as_dict() for r in runs], RUN_FIELDS),
         "summary.csv": csv_text(summary, SUMMARY_FIELDS),
         "targets.csv": csv_text(targets, ("id", "what", "n_vectors", "measured", "unit", "bar", "verdict", "detail")),
-        "perf.md": render_markdown(summary, targets, cfg),
+        "perf.md": render_markdown(summary, targets, cfg, machine=(provenance_override or {}).get("machine")
+                                   or machine_info()),
     }
     for name, text in files.items():
         atomic_write_text(out_dir / name, text)
     prov = dict(provenance_override) if provenance_override else {**provenance(cfg), "schema_version": SCHEMA_VERSION, "profile": cfg.get("profile"),
             "seed": int(cfg.get("seed", 0)), "wall_seconds": round(wall_s, 1), "datasets": datasets or [],
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "threads": {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}}}
+            "machine": machine_info()}
     prov["files"] = {name: {"bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
                      for name, text in files.items()}
     atomic_write_json(out_dir / "PROVENANCE.json", prov)

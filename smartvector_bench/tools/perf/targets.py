@@ -11,6 +11,8 @@ import operator
 
 import numpy as np
 
+from smartvector_bench.tools.perf.machine import machine_lines
+
 OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
 
 
@@ -184,8 +186,9 @@ def evaluate_targets(summary: list[dict]) -> list[dict]:
     return out
 
 
-def render_markdown(summary: list[dict], targets: list[dict], cfg: dict) -> str:
+def render_markdown(summary: list[dict], targets: list[dict], cfg: dict, machine: dict | None = None) -> str:
     lines = [f"# Performance ({cfg.get('profile', '?')} profile, seed {cfg.get('seed', 0)})", "",
+             *(x for line in machine_lines(machine) for x in (line, "")),
              "## Targets and anchors", "", "| id | what | N | ours | bar | verdict | detail |",
              "|---|---|---:|---:|---|---|---|"]
     for t in targets:
