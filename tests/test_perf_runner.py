@@ -121,3 +121,17 @@ def test_t1_takes_the_faster_exact_mode_and_reports_hnsw_beside_it():
     assert "exhaustive 2.00x" in t["T1"]["detail"] and "certified re-rank 2.25x" in t["T1"]["detail"]
     assert t["T1h"]["measured"] == pytest.approx(0.6) and t["T1h"]["verdict"] == "met"
     assert "0.9990" in t["T1h"]["detail"]
+
+
+def test_missed_1m_consolidation_target_names_its_phases_largest_first():
+    from smartvector_bench.tools.perf.summary import summary_rows
+    from smartvector_bench.tools.perf.targets import evaluate_targets
+    from smartvector_bench.tools.perf.timing import rows
+
+    system = "smartvector_distinct_k10"
+    runs = rows("consolidation", system, 1_000_000, "synthetic", "seconds", [400.0], "s")
+    for phase, v in (("candidates_s", 150.0), ("contradictions_s", 200.0), ("edges_s", 30.0)):
+        runs += rows("consolidation", system, 1_000_000, "synthetic", phase, [v], "s")
+    t5t = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T5t")
+    assert t5t["verdict"] == "missed"
+    assert t5t["detail"] == "contradictions 200.0 s; candidates 150.0 s; edges 30.0 s"
