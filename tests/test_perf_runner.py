@@ -135,3 +135,19 @@ def test_missed_1m_consolidation_target_names_its_phases_largest_first():
     t5t = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T5t")
     assert t5t["verdict"] == "missed"
     assert t5t["detail"] == "contradictions 200.0 s; candidates 150.0 s; edges 30.0 s"
+
+
+def test_t1_detail_carries_the_float32_kernel_profile():
+    from smartvector_bench.tools.perf.summary import summary_rows
+    from smartvector_bench.tools.perf.targets import evaluate_targets
+    from smartvector_bench.tools.perf.timing import rows
+
+    n = 100_000
+    runs = rows("search_batch", "faiss_flat", n, "synthetic", "batch_s", [1.0], "s")
+    runs += rows("search_batch", "smartvector_rerank", n, "synthetic", "batch_s", [1.5], "s")
+    runs += rows("search_batch", "smartvector_exhaustive", n, "synthetic", "batch_s", [1.3], "s")
+    for m, v in (("blas_products_s", 0.5), ("scan_s", 0.9), ("rescore_s", 0.2)):
+        runs += rows("search_profile", "smartvector_exhaustive", n, "synthetic", m, [v], "s")
+    t1 = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T1")
+    assert t1["measured"] == pytest.approx(1.3) and t1["verdict"] == "missed"
+    assert t1["detail"].endswith("; float32 kernel per batch: blas_products 0.5 s, scan 0.9 s, rescore 0.2 s")
