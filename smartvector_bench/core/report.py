@@ -22,6 +22,14 @@ def _num_parts(m: dict, key: str) -> tuple[str, str]:
     return f"{m[key]:.3f}", "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
 
 
+PERCENT_METRICS = (M.TOP1, M.STALE_RATE, M.RUMOR_RATE, M.RECALL_AT_5, M.LEAKAGE_AT_10)  # shown as percentages
+
+
+def metric_parts(m: dict, key: str) -> tuple[str, str]:
+    """(value, interval) text of ``m[key]`` with its ``<key>_ci``, as the tables show them."""
+    return _pct_parts(m, key) if key in PERCENT_METRICS else _num_parts(m, key)
+
+
 def _pct_ci(m: dict, key: str) -> str:
     return " ".join(p for p in _pct_parts(m, key) if p)
 
@@ -30,7 +38,7 @@ def _num_ci(m: dict, key: str) -> str:
     return " ".join(p for p in _num_parts(m, key) if p)
 
 
-def _p(p: float | None) -> str:
+def p_text(p: float | None) -> str:
     if p is None:
         return "-"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
@@ -94,7 +102,7 @@ def main_table(metrics: dict, split: str) -> str:
     for name in ordered(metrics["systems"]):
         m = metrics["systems"][name][split]
         cells = [" ".join(p for p in main_cell(metrics, name, key, split) if p) for key, _ in MAIN_COLUMNS]
-        tests = "-" if name == baseline else f"{_p(m[M.MCNEMAR_P])} / {_p(m.get(M.PERMUTATION_P))}"
+        tests = "-" if name == baseline else f"{p_text(m[M.MCNEMAR_P])} / {p_text(m.get(M.PERMUTATION_P))}"
         rows.append(f"| {name} | {' | '.join(cells)} | {m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
     return "\n".join(rows)
 
