@@ -64,3 +64,8 @@ bench: install
 ## Every perf case at toy sizes in about two minutes, into a temp folder (a smoke test; not for reporting).
 bench-quick: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick
+
+.PHONY: report
+## One self-contained HTML page of results/ (runs, sweeps, claims, figures): results/report.html (not committed).
+report: install
+	$(VENV)/bin/smartvector-report results
