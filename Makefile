@@ -64,3 +64,17 @@ bench: install
 ## Every perf case at toy sizes in about two minutes, into a temp folder (a smoke test; not for reporting).
 bench-quick: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick
+
+.PHONY: browser report-screenshot
+## Chromium from Debian for the browser test (tests/test_report_browser.py); a no-op when it is there. Playwright
+## drives this binary: it never downloads a browser of its own.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -q --no-install-recommends chromium; }
+	@$(CHROMIUM) --version 2>/dev/null
+
+## Rerun the browser test and rewrite the README's screenshot, docs/report.png, from it.
+report-screenshot: install browser
+	SVB_README_SCREENSHOT=1 $(PY) -m pytest -q -m browser tests/test_report_browser.py
