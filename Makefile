@@ -65,6 +65,11 @@ bench: install
 bench-quick: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=quick out_dir=$${TMPDIR:-/tmp}/svb-perf-quick
 
+.PHONY: report
+## One self-contained HTML page of results/ (runs, sweeps, claims, figures): results/report.html (not committed).
+report: install
+	$(VENV)/bin/smartvector-report results
+
 .PHONY: browser report-screenshot
 ## Chromium from Debian for the browser test (tests/test_report_browser.py); a no-op when it is there. Playwright
 ## drives this binary: it never downloads a browser of its own.

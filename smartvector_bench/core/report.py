@@ -10,21 +10,35 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _pct_ci(m: dict, key: str) -> str:
+def _pct_parts(m: dict, key: str) -> tuple[str, str]:
     lo, hi = m.get(M.ci(key)) or [None, None]
-    if lo is None:
-        return _pct(m[key])
-    return f"{_pct(m[key])} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return _pct(m[key]), "" if lo is None else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def _num_parts(m: dict, key: str) -> tuple[str, str]:
+    lo, hi = m.get(M.ci(key)) or [None, None]
+    if m[key] is None:
+        return "-", ""
+    return f"{m[key]:.3f}", "" if lo is None else f"[{lo:.3f}, {hi:.3f}]"
+
+
+PERCENT_METRICS = (M.TOP1, M.STALE_RATE, M.RUMOR_RATE, M.RECALL_AT_5, M.LEAKAGE_AT_10)  # shown as percentages
+
+
+def metric_parts(m: dict, key: str) -> tuple[str, str]:
+    """(value, interval) text of ``m[key]`` with its ``<key>_ci``, as the tables show them."""
+    return _pct_parts(m, key) if key in PERCENT_METRICS else _num_parts(m, key)
+
+
+def _pct_ci(m: dict, key: str) -> str:
+    return " ".join(p for p in _pct_parts(m, key) if p)
 
 
 def _num_ci(m: dict, key: str) -> str:
-    lo, hi = m.get(M.ci(key)) or [None, None]
-    if m[key] is None:
-        return "-"
-    return f"{m[key]:.3f}" + ("" if lo is None else f" [{lo:.3f}, {hi:.3f}]")
+    return " ".join(p for p in _num_parts(m, key) if p)
 
 
-def _p(p: float | None) -> str:
+def p_text(p: float | None) -> str:
     if p is None:
         return "-"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
@@ -54,28 +68,42 @@ def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
     return soft is not None and mine == 0 and (soft.get(key) or 0) > 0
 
 
-def _rate(metrics: dict, name: str, key: str, split: str) -> str:
+def _rate(metrics: dict, name: str, key: str, split: str) -> tuple[str, str, str]:
     if metrics.get("dataset", {}).get("labels") is False:
-        return "- (no labels)"  # the stale and rumour sets come from labels/: without them nothing is measured
-    text = _pct_ci(metrics["systems"][name][split], key)
-    return f"{text} (by construction)" if by_construction(metrics, name, key, split) else text
+        return "-", "", "(no labels)"  # the stale and rumour sets come from labels/: without them nothing is measured
+    point, ci = _pct_parts(metrics["systems"][name][split], key)
+    return point, ci, "(by construction)" if by_construction(metrics, name, key, split) else ""
+
+
+# The main table's metric columns: (metrics.json key, header)
+MAIN_COLUMNS = ((M.TOP1, "top-1"), (M.STALE_RATE, "stale rate"), (M.RUMOR_RATE, "rumour rate"), (M.ECE, "ECE"),
+                (M.MRR_AT_10, "MRR@10"), (M.RECALL_AT_5, "recall@5"), (M.NDCG_AT_10, "nDCG@10"),
+                (M.LEAKAGE_AT_10, "leakage@10 (historical)"))
+
+
+def main_cell(metrics: dict, name: str, key: str, split: str) -> tuple[str, str, str]:
+    """(value, interval, note) of one main-table cell, each "" where the table shows none (the HTML report
+    shows the parts apart; :func:`main_table` joins them)."""
+    m = metrics["systems"][name][split]
+    if key in CONSTRUCTION_METRICS:
+        return _rate(metrics, name, key, split)
+    if key == M.LEAKAGE_AT_10:
+        hist = m["by_category"].get("historical", {}).get(M.LEAKAGE_AT_10)
+        return ("-", "", "") if m.get(key) is None else (_pct(m[key]), "", f"({_pct(hist)})")
+    if key in (M.TOP1, M.RECALL_AT_5):
+        return (*_pct_parts(m, key), "")
+    return ("-", "", "") if m.get(key) is None else (*_num_parts(m, key), "")
 
 
 def main_table(metrics: dict, split: str) -> str:
     baseline = metrics["experiment"]["baseline"]
-    rows = [f"| system | top-1 | stale rate | rumour rate | ECE | MRR@10 | recall@5 | nDCG@10 | leakage@10 "
-            f"(historical) | n (families) | p vs {baseline}: McNemar / cluster permutation |",
-            "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [f"| system | {' | '.join(label for _, label in MAIN_COLUMNS)} | n (families) | p vs {baseline}: "
+            "McNemar / cluster permutation |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name in ordered(metrics["systems"]):
         m = metrics["systems"][name][split]
-        hist = m["by_category"].get("historical", {}).get(M.LEAKAGE_AT_10)
-        leak = "-" if m.get(M.LEAKAGE_AT_10) is None else f"{_pct(m[M.LEAKAGE_AT_10])} ({_pct(hist)})"
-        tests = "-" if name == baseline else f"{_p(m[M.MCNEMAR_P])} / {_p(m.get(M.PERMUTATION_P))}"
-        rows.append(f"| {name} | {_pct_ci(m, M.TOP1)} | {_rate(metrics, name, M.STALE_RATE, split)} | "
-                    f"{_rate(metrics, name, M.RUMOR_RATE, split)} | "
-                    f"{_num_ci(m, M.ECE)} | {_num_ci(m, M.MRR_AT_10)} | {_pct_ci(m, M.RECALL_AT_5)} | "
-                    f"{_num_ci(m, M.NDCG_AT_10) if m.get(M.NDCG_AT_10) is not None else '-'} | {leak} | "
-                    f"{m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
+        cells = [" ".join(p for p in main_cell(metrics, name, key, split) if p) for key, _ in MAIN_COLUMNS]
+        tests = "-" if name == baseline else f"{p_text(m[M.MCNEMAR_P])} / {p_text(m.get(M.PERMUTATION_P))}"
+        rows.append(f"| {name} | {' | '.join(cells)} | {m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
     return "\n".join(rows)
 
 
@@ -128,13 +156,20 @@ def claims_table(metrics: dict, split: str = "test") -> str:
     return "\n".join(rows)
 
 
+def categories(metrics: dict, split: str) -> list[str]:
+    return sorted({c for s in metrics["systems"].values() for c in s[split]["by_category"]})
+
+
+def category_cell(metrics: dict, name: str, category: str, split: str) -> str:
+    bc = metrics["systems"][name][split]["by_category"]
+    return f"{_pct(bc[category][M.TOP1])} (n={bc[category][M.N_QUERIES]})" if category in bc else "-"
+
+
 def category_table(metrics: dict, split: str) -> str:
-    cats = sorted({c for s in metrics["systems"].values() for c in s[split]["by_category"]})
+    cats = categories(metrics, split)
     rows = ["| system | " + " | ".join(cats) + " |", "|---|" + "---|" * len(cats)]
     for name in ordered(metrics["systems"]):
-        bc = metrics["systems"][name][split]["by_category"]
-        rows.append(f"| {name} | " + " | ".join(
-            f"{_pct(bc[c][M.TOP1])} (n={bc[c][M.N_QUERIES]})" if c in bc else "-" for c in cats) + " |")
+        rows.append(f"| {name} | " + " | ".join(category_cell(metrics, name, c, split) for c in cats) + " |")
     return "\n".join(rows)
 
 

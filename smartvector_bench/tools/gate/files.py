@@ -34,11 +34,14 @@ def file_digest(path: Path) -> dict:
     return {"sha256": h.hexdigest(), "bytes": path.stat().st_size}
 
 
+REPORT_PAGE = "report.html"  # `make report`'s page of results/: derived from the files here, gitignored, unrecorded
+
+
 def list_files(root: Path, exclude: Path | None = None) -> list[str]:
-    """Every file under ``root`` (posix paths relative to it, sorted), ``exclude`` left out."""
+    """Every file under ``root`` (posix paths relative to it, sorted), ``exclude`` and the report page left out."""
     skip = exclude.resolve() if exclude else None
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
-                  if p.is_file() and p.resolve() != skip)
+    return sorted(rel for p in root.rglob("*")
+                  if p.is_file() and p.resolve() != skip and (rel := p.relative_to(root).as_posix()) != REPORT_PAGE)
 
 
 def build_manifest(root: Path, expected_path: Path) -> dict:
