@@ -18,9 +18,9 @@ def asset(name: str) -> str:
 
 
 def embedded_json(data: dict) -> str:
-    """Compact JSON safe inside <script>: no "</" can close the element early."""
+    """Compact JSON safe inside <script>: every "<" as \\u003c, so no "</script>" or "<!--" can end it early."""
     text = json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
+    return text.replace("<", "\\u003c")
 
 
 def render(model: dict, data: dict) -> str:

@@ -94,7 +94,7 @@
       q.text === null || q.text === undefined ? "(the query's text is not stored in this run folder)" : q.text));
     const meta = el("p", {});
     meta.appendChild(document.createTextNode("as of "));
-    meta.appendChild(el("span", { class: "as-of" }, q.as_of === null || q.as_of === undefined ? "not stored" : q.as_of));
+    meta.appendChild(el("span", { class: "as-of" }, q.as_of === null || q.as_of === undefined ? "(not stored in this run folder)" : q.as_of));
     meta.appendChild(document.createTextNode(" · " + qid + " · split " + q.split + " · category " + q.category));
     detail.appendChild(meta);
     const key = el("p", { class: "label-key" });
