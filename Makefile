@@ -69,3 +69,17 @@ bench-quick: install
 ## One self-contained HTML page of results/ (runs, sweeps, claims, figures): results/report.html (not committed).
 report: install
 	$(VENV)/bin/smartvector-report results
+
+.PHONY: browser report-screenshot
+## Chromium from Debian for the browser test (tests/test_report_browser.py); a no-op when it is there. Playwright
+## drives this binary: it never downloads a browser of its own.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@test -x $(CHROMIUM) || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO env DEBIAN_FRONTEND=noninteractive \
+	  apt-get install -y -q --no-install-recommends chromium; }
+	@$(CHROMIUM) --version 2>/dev/null
+
+## Rerun the browser test and rewrite the README's screenshot, docs/report.png, from it.
+report-screenshot: install browser
+	SVB_README_SCREENSHOT=1 $(PY) -m pytest -q -m browser tests/test_report_browser.py
