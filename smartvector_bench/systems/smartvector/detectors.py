@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+import cydifflib
 import numpy as np
 from scipy import sparse
 
@@ -85,9 +86,16 @@ def jaccard_pairs(words: sparse.csr_matrix, threshold: float, mask: np.ndarray |
     return i[keep], j[keep], jac[keep]
 
 
-def content_similarity(a: str, b: str) -> float:
-    """difflib SequenceMatcher ratio on lower-cased text (the reference's character similarity)."""
+def content_similarity_spec(a: str, b: str) -> float:
+    """difflib SequenceMatcher ratio on lower-cased text (the reference's character similarity): the
+    specification :func:`content_similarity` computes."""
     return difflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
+
+
+def content_similarity(a: str, b: str) -> float:
+    """:func:`content_similarity_spec` by cydifflib, difflib's algorithm in C (about 14x faster on this
+    corpus's pairs; the same ratios, autojunk included: tests/test_content_similarity.py)."""
+    return cydifflib.SequenceMatcher(None, a.lower(), b.lower()).ratio()
 
 
 # difflib's autojunk heuristic (drop characters that are "popular" in b) applies when len(b) >= this.
