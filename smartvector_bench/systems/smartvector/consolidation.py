@@ -232,7 +232,8 @@ class ConsolidationAgent:
             if (a, b) in self.judged:
                 continue
             self.judged.add((a, b))
-            winner, loser, votes = resolve(a, b, c.created_at, c.authority, store.feedback_ratio(), self.p.tie_break)
+            ratio = dict(zip((a, b), store.feedback_ratio(np.array([a, b])).tolist()))  # the two rows resolve reads
+            winner, loser, votes = resolve(a, b, c.created_at, c.authority, ratio, self.p.tie_break)
             self.contradictions.append((winner, loser, votes))
             store.log(t, "contradiction", loser, winner, detector=self.detector.name, votes_for_winner=votes,
                       applied=self.p.verdict == "demote", **detail)
@@ -268,7 +269,7 @@ class ConsolidationAgent:
         # depended on it: by the edges as given, as they counted at the previous run (before this supersession
         # moved them on) and as they count now.
         t0 = time.perf_counter()
-        origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
+        origins |= set(pending[store.status[pending] == Status.DEPRECATED].tolist())
         if origins:
             views = [self.raw_edges(), self.depends_on(t)]
             if previous is not None:

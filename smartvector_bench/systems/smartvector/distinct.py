@@ -217,9 +217,11 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
     return out
 
 
-def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray) -> np.ndarray:
+def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray, block: int = 1 << 15) -> np.ndarray:
     """The row nearest its group's mean, per group (ties: the lower row)."""
-    cos = np.einsum("ij,ij->i", x, reps[g])
+    cos = np.empty(len(g), dtype=np.result_type(x.dtype, reps.dtype))
+    for s in range(0, len(g), block):  # blocks: reps[g] whole would be another N x dim copy of the vectors
+        cos[s:s + block] = np.einsum("ij,ij->i", x[s:s + block], reps[g[s:s + block]])
     by_cos = np.lexsort((np.arange(len(g)), -cos, g))
     first = np.r_[True, g[by_cos][1:] != g[by_cos][:-1]]
     medoid = np.empty(len(reps), dtype=np.int64)

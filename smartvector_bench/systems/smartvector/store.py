@@ -110,9 +110,10 @@ class VectorStore:
         """Ingested, not superseded, not archived."""
         return (self.status >= 0) & (self.status != Status.DEPRECATED) & (self.status != Status.ARCHIVED)
 
-    def feedback_ratio(self) -> np.ndarray:
-        positive = self.positive.values()
-        total = positive + self.negative.values()
+    def feedback_ratio(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """positive / (positive + negative) feedback per vector (0.5 without feedback); of ``rows`` only if given."""
+        positive = self.positive.values() if rows is None else self.positive[rows]
+        total = positive + (self.negative.values() if rows is None else self.negative[rows])
         return np.where(total > 0, positive / np.where(total > 0, total, 1), 0.5)
 
     # -- logging -----------------------------------------------------------------------------------------------
