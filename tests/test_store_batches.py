@@ -1,6 +1,7 @@
-"""The store's columnar batches against their specifications. ingest_until: ``store.ingest`` / ``store.supersede`` one event
-at a time in (time, ingest before supersede, row) order. The same event log, statuses, times and pending set,
-in one call and over several ``since`` windows (as the replay advances). archive_rows: ``archive`` row by row."""
+"""The store's columnar batches against their specifications. ingest_until: ``store.ingest`` /
+``store.supersede`` one event at a time in (time, ingest before supersede, row) order; the same event log,
+statuses, times and pending set, in one call and over several ``since`` windows (as the replay advances).
+archive_rows: ``archive`` row by row."""
 
 from __future__ import annotations
 

@@ -233,6 +233,8 @@ def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
     store.pending.update(rows.tolist())
     names = np.array([None] + [s.name for s in Status], dtype=object)  # -1 (not ingested) -> None
     m = changed
-    cause = ["ingested" if k == 0 else f"superseded by {c.ids[j]}" for k, j in zip(kind[m].tolist(), succ[rows[m]].tolist())]
+    cause = ["ingested" if k == 0 else f"superseded by {c.ids[j]}"
+             for k, j in zip(kind[m].tolist(), succ[rows[m]].tolist())]
     store.events.add_columns(int(m.sum()), time=times[m], kind="status", vector=rows[m], cause=cause,
-                             old=list(names[prev[m].astype(np.int64) + 1]), new=list(names[new[m].astype(np.int64) + 1]))
+                             old=list(names[prev[m].astype(np.int64) + 1]),
+                             new=list(names[new[m].astype(np.int64) + 1]))
