@@ -185,11 +185,9 @@ class ReferenceDetector:
 
     def __post_init__(self) -> None:
         self.words = word_sets_matrix(self.corpus.texts)
-        self.doc_version = np.array([f"{d}\0{v}" for d, v in zip(self.corpus.doc_id, self.corpus.version)],
-                                    dtype=object)
-        codes: dict[str, int] = {}
-        self.doc_version_code = np.fromiter((codes.setdefault(x, len(codes)) for x in self.doc_version),
-                                            dtype=np.int64, count=len(self.doc_version))
+        # one code per (document, version), in order of first row; the key strings are not kept (~70 MB at 1M)
+        keys = np.array([f"{d}\0{v}" for d, v in zip(self.corpus.doc_id, self.corpus.version)], dtype=object)
+        self.doc_version_code = pd.factorize(keys)[0].astype(np.int64)
 
     def pairs(self, new: np.ndarray, pool: np.ndarray) -> list[tuple[int, int, dict]]:
         i, j, jac = jaccard_between(self.words, np.asarray(new), np.asarray(pool), self.topic_threshold)

@@ -203,6 +203,7 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
     key = t * n_groups + g[r]
     order = np.argsort(key, kind="stable")
     key, r = key[order], r[order]
+    del sub, t, order  # the join below holds several entry-sized arrays per piece
     # each group's partners, one direction (ga <= gb): every pair of two groups is found once
     src, dst = np.minimum(ga, gb), np.maximum(ga, gb)
     dst = dst[np.argsort(src, kind="stable")]
