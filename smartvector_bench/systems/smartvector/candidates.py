@@ -114,10 +114,11 @@ def orient(lo: np.ndarray, hi: np.ndarray, new: np.ndarray, pool: np.ndarray, n:
     is_new, in_pool = _mask(new, n), _mask(pool, n)
     fwd = is_new[lo] & in_pool[hi]  # lo is the new endpoint (preferred: the scan reaches lo first)
     bwd = ~fwd & is_new[hi] & in_pool[lo]
-    i = np.concatenate([lo[fwd], hi[bwd]])
-    j = np.concatenate([hi[fwd], lo[bwd]])
-    order = np.lexsort((j, i))
-    return i[order], j[order]
+    key = np.concatenate([lo[fwd], hi[bwd]]).astype(np.int64) * n  # i * n + j sorts as (i, j), one array
+    key += np.concatenate([hi[fwd], lo[bwd]])
+    del fwd, bwd
+    key.sort()
+    return key // n, key % n
 
 
 def _mask(x: np.ndarray, n: int) -> np.ndarray:

@@ -33,7 +33,7 @@ from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_rip
 from smartvector_bench.core.settings import choice
 from smartvector_bench.systems.smartvector.distinct import distinct_pairs, word_rule_options
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, live_confidence
-from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
+from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore, ingest_until  # noqa: F401 (re-export)
 
 
 @dataclass(frozen=True)
@@ -232,7 +232,8 @@ class ConsolidationAgent:
             if (a, b) in self.judged:
                 continue
             self.judged.add((a, b))
-            winner, loser, votes = resolve(a, b, c.created_at, c.authority, store.feedback_ratio(), self.p.tie_break)
+            ratio = dict(zip((a, b), store.feedback_ratio(np.array([a, b])).tolist()))  # the two rows resolve reads
+            winner, loser, votes = resolve(a, b, c.created_at, c.authority, ratio, self.p.tie_break)
             self.contradictions.append((winner, loser, votes))
             store.log(t, "contradiction", loser, winner, detector=self.detector.name, votes_for_winner=votes,
                       applied=self.p.verdict == "demote", **detail)
@@ -268,7 +269,7 @@ class ConsolidationAgent:
         # depended on it: by the edges as given, as they counted at the previous run (before this supersession
         # moved them on) and as they count now.
         t0 = time.perf_counter()
-        origins |= {int(i) for i in pending if store.status[i] == Status.DEPRECATED}
+        origins |= set(pending[store.status[pending] == Status.DEPRECATED].tolist())
         if origins:
             views = [self.raw_edges(), self.depends_on(t)]
             if previous is not None:
@@ -286,8 +287,7 @@ class ConsolidationAgent:
         # and UNCONSOLIDATED -> ACTIVE.
         self._dormancy(store, t, store.in_force())
         due = (store.status == Status.DEPRECATED) & (store.deprecated_at <= t - store.params.archive_after_days)
-        for i in np.nonzero(due)[0]:
-            store.archive(int(i), t)
+        store.archive_rows(np.nonzero(due)[0], t)
         store.set_statuses(np.nonzero(store.status == Status.UNCONSOLIDATED)[0], Status.ACTIVE, t, "consolidated")
 
     def _add_given_edges(self, pending: np.ndarray) -> None:
@@ -364,24 +364,6 @@ def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
     if agent.k is not None and agent.p.candidates is None:  # switched to candidate pairs by size
         out["auto_candidates"] = {"k": agent.k, "n_vectors": len(agent.corpus), "all_pairs_max": agent.p.all_pairs_max}
     return out
-
-
-def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
-    """Ingest vectors created in (since, at] and apply supersessions taking effect then, in time order."""
-    c = store.corpus
-    events: list[tuple[float, int, int, int]] = []  # (time, order, kind, vector): ingest before supersede
-    for i in np.nonzero((c.created_at > since) & (c.created_at <= at))[0]:
-        events.append((float(c.created_at[i]), 0, 0, int(i)))
-    succ = store.superseded_by
-    for old in np.nonzero(succ >= 0)[0]:
-        t = float(c.valid_from[succ[old]])
-        if since < t <= at:
-            events.append((t, 1, 1, int(old)))
-    for t, _, kind, i in sorted(events):
-        if kind == 0:
-            store.ingest(i, t)
-        else:
-            store.supersede(i, int(succ[i]), t)
 
 
 def consolidate(corpus: Corpus, at: float, params: ConsolidationParams, vectors: np.ndarray | None = None,

@@ -39,7 +39,7 @@ from scipy import sparse
 from smartvector_bench.systems.smartvector.candidates import all_pairs, knn_pairs, sorted_unique
 from smartvector_bench.systems.smartvector.detectors import content_similarity
 
-PAIR_CHUNK = 1 << 24  # row pairs generated at a time (int64 temporaries of a few hundred MB at most)
+PAIR_CHUNK = 1 << 22  # row pairs generated at a time (int64 temporaries of ~30 MB each)
 
 
 def duplicate_groups(x: np.ndarray, dup_cosine: float, max_leaders: int = 2048, block_rows: int = 4096,
@@ -170,7 +170,9 @@ def split_words(words: sparse.csr_matrix, g: np.ndarray, small: int) -> tuple[sp
     w.sort_indices()
     n_groups = int(g.max()) + 1 if len(g) else 0
     gr = np.repeat(g, np.diff(w.indptr))  # each entry's group
-    key = w.indices.astype(np.int64) * n_groups + gr
+    key = w.indices.astype(np.int64)
+    key *= n_groups
+    key += gr  # in place: each N-entry int64 temporary is ~200 MB at 1M vectors
     if w.shape[1] * n_groups <= 1 << 26:  # few groups: a dense count per (word, group), no sort
         held = np.bincount(key, minlength=w.shape[1] * n_groups)[key]
     else:
@@ -178,10 +180,15 @@ def split_words(words: sparse.csr_matrix, g: np.ndarray, small: int) -> tuple[sp
         held = cnt[inv.ravel()]
     del key
     big = np.bincount(g, minlength=n_groups) > small
-    rare = (held <= small) & big[gr]
-    part = [sparse.csr_matrix((w.data * m, w.indices.copy(), w.indptr.copy()), shape=w.shape) for m in (~rare, rare)]
-    for x in part:
-        x.eliminate_zeros()  # in place: hence the copies (the caller's matrix shares w's arrays)
+    rare = held <= small
+    del held
+    rare &= big[gr]
+    del gr
+    part = []
+    for m in (~rare, rare):  # the entries of each part, without a copy of the whole matrix
+        kept = np.zeros(len(m) + 1, dtype=np.int64)
+        np.cumsum(m, out=kept[1:])
+        part.append(sparse.csr_matrix((w.data[m], w.indices[m], kept[w.indptr]), shape=w.shape))
     return part[0], part[1]
 
 
@@ -196,6 +203,7 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
     key = t * n_groups + g[r]
     order = np.argsort(key, kind="stable")
     key, r = key[order], r[order]
+    del sub, t, order  # the join below holds several entry-sized arrays per piece
     # each group's partners, one direction (ga <= gb): every pair of two groups is found once
     src, dst = np.minimum(ga, gb), np.maximum(ga, gb)
     dst = dst[np.argsort(src, kind="stable")]
@@ -217,9 +225,11 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
     return out
 
 
-def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray) -> np.ndarray:
+def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray, block: int = 1 << 15) -> np.ndarray:
     """The row nearest its group's mean, per group (ties: the lower row)."""
-    cos = np.einsum("ij,ij->i", x, reps[g])
+    cos = np.empty(len(g), dtype=np.result_type(x.dtype, reps.dtype))
+    for s in range(0, len(g), block):  # blocks: reps[g] whole would be another N x dim copy of the vectors
+        cos[s:s + block] = np.einsum("ij,ij->i", x[s:s + block], reps[g[s:s + block]])
     by_cos = np.lexsort((np.arange(len(g)), -cos, g))
     first = np.r_[True, g[by_cos][1:] != g[by_cos][:-1]]
     medoid = np.empty(len(reps), dtype=np.int64)
@@ -310,5 +320,6 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
     del rare
     key = np.concatenate(keys) if keys else empty
     del keys
-    key = sorted_unique(key)
+    key.sort()  # sorted_unique in place: one copy fewer of the pair keys
+    key = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
     return key // n, key % n

@@ -110,9 +110,10 @@ class VectorStore:
         """Ingested, not superseded, not archived."""
         return (self.status >= 0) & (self.status != Status.DEPRECATED) & (self.status != Status.ARCHIVED)
 
-    def feedback_ratio(self) -> np.ndarray:
-        positive = self.positive.values()
-        total = positive + self.negative.values()
+    def feedback_ratio(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """positive / (positive + negative) feedback per vector (0.5 without feedback); of ``rows`` only if given."""
+        positive = self.positive.values() if rows is None else self.positive[rows]
+        total = positive + (self.negative.values() if rows is None else self.negative[rows])
         return np.where(total > 0, positive / np.where(total > 0, total, 1), 0.5)
 
     # -- logging -----------------------------------------------------------------------------------------------
@@ -162,6 +163,12 @@ class VectorStore:
         self.archived_at[i] = t
         self.set_status(i, Status.ARCHIVED, t, "deprecated for archive_after_days")
 
+    def archive_rows(self, rows: np.ndarray, t: float) -> None:
+        """``archive`` of each of ``rows`` in order, as one columnar batch of events."""
+        rows = np.asarray(rows, dtype=np.int64)
+        self.archived_at[rows] = t
+        self.set_statuses(rows, Status.ARCHIVED, t, "deprecated for archive_after_days")
+
     def record_access(self, i: int, t: float) -> None:
         """A retrieval is a recall event (capped logarithmic reinforcement)."""
         self._confidence_change(i, t, "access", "retrieved", lambda: self.access.__setitem__(i, self.access[i] + 1))
@@ -193,3 +200,41 @@ class VectorStore:
                                 applied=round(applied, 6))
         self.penalties.append({"vector": int(i), "origin": int(origin), "depth": depth, "applied": applied,
                                "time": float(t), "lifted_at": None})
+
+
+def ingest_until(store: VectorStore, at: float, since: float = -np.inf) -> None:
+    """Ingest vectors created in (since, at] and apply supersessions taking effect then, in time order
+    (ingest before supersede at one time, then by row): as ``store.ingest`` / ``store.supersede`` one event at
+    a time would, in one columnar batch (a row's old status is its previous event's new one)."""
+    c = store.corpus
+    ing = np.nonzero((c.created_at > since) & (c.created_at <= at))[0]
+    succ = np.asarray(store.superseded_by, dtype=np.int64)
+    old = np.nonzero(succ >= 0)[0]
+    t_old = np.asarray(c.valid_from, dtype=np.float64)[succ[old]]
+    old, t_old = old[(since < t_old) & (t_old <= at)], t_old[(since < t_old) & (t_old <= at)]
+    rows = np.concatenate([ing, old]).astype(np.int64)
+    times = np.concatenate([np.asarray(c.created_at, dtype=np.float64)[ing], t_old])
+    kind = np.r_[np.zeros(len(ing), np.int8), np.ones(len(old), np.int8)]
+    order = np.lexsort((rows, kind, times))
+    rows, times, kind = rows[order], times[order], kind[order]
+    if not len(rows):
+        return
+    store.ingested_at[ing] = np.asarray(c.created_at, dtype=np.float64)[ing]
+    store.deprecated_at[old] = t_old
+    new = np.where(kind == 0, Status.UNCONSOLIDATED, Status.DEPRECATED).astype(np.int8)
+    by_row = np.lexsort((np.arange(len(rows)), rows))  # each row's events in time order
+    prev = store.status[rows].astype(np.int8)  # a row's first event starts from its status now
+    later = np.r_[False, rows[by_row][1:] == rows[by_row][:-1]]
+    q = np.nonzero(later)[0]
+    prev[by_row[q]] = new[by_row[q - 1]]
+    changed = prev != new
+    last = np.r_[rows[by_row][1:] != rows[by_row][:-1], True]
+    store.status[rows[by_row][last]] = new[by_row][last]
+    store.pending.update(rows.tolist())
+    names = np.array([None] + [s.name for s in Status], dtype=object)  # -1 (not ingested) -> None
+    m = changed
+    cause = ["ingested" if k == 0 else f"superseded by {c.ids[j]}"
+             for k, j in zip(kind[m].tolist(), succ[rows[m]].tolist())]
+    store.events.add_columns(int(m.sum()), time=times[m], kind="status", vector=rows[m], cause=cause,
+                             old=list(names[prev[m].astype(np.int64) + 1]),
+                             new=list(names[new[m].astype(np.int64) + 1]))
