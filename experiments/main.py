@@ -22,13 +22,13 @@ from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSe
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import evaluate_split, judge, power_analysis
+from smartvector_bench.core.evaluator import evaluate_split, hit_labels, judge, power_analysis
 from smartvector_bench.core.metrics.calibration import calibration_report
 from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels
+from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels, ScoresHits
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.timeutil import format_iso, from_days
 from experiments.config import (  # noqa: F401 - re-exported
@@ -189,6 +189,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     serve_time = float(queries.query_time.min())  # consolidation runs just before the first query
 
     runs: dict[str, Run] = {}
+    signals: dict[str, dict] = {}  # per-hit signals of the four-signal systems, for the run files
     for name in tqdm(systems, desc="systems", disable=not s.progress, leave=False):
         t = time.perf_counter()
         retriever = retrievers[name]
@@ -201,6 +202,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         run_.system = name  # the configured name: a variant (smartvector_soft) shares its class
         runs[name] = run_
         timings[f"{name}_s"] = time.perf_counter() - t
+        if isinstance(retriever, ScoresHits):  # after ranking and outside its time: hits only, same state
+            signals[name] = retriever.hit_signals(query_vecs, queries.as_of, run_.ranked)
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
@@ -238,7 +241,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     ).validate(out_dir / MainMetrics.FILE)  # before the first file is written
     metrics = result.to_dict()
     for name, r in runs.items():
-        write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10)
+        write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10,
+                        labels=hit_labels(r, queries, k=10), signals=signals.get(name))
         write_run_trec(out_dir / f"run_{name}.trec", r, queries, corpus, k=10)
     for split in SPLITS:  # qrels beside the TREC runs, so trec_eval / ir-measures / ranx score them as they are
         write_qrels_trec(out_dir / f"qrels_{split}.trec", queries, corpus, split=split)

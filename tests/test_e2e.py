@@ -22,7 +22,9 @@ METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5"
 WINDOWED = ("valid_cosine", "bm25_valid", "metadata_filter", "oracle")
 POWER_KEYS = {"split", "reference_system", "alpha", "power", "n_queries", "n_families", "icc", "mean_family_size",
               "design_effect", "n_effective", "reference_top1", "mde_top1", "mde_top1_at_50"}
-RUN_ROW_KEYS = {"query_id", "split", "category", "family", "ranked", "scores", "confidence", "correct", "stale", "rumor"}
+RUN_ROW_KEYS = {"query_id", "split", "category", "family", "text", "as_of", "ranked", "scores", "confidence", "correct",
+                "stale", "rumor", "labels"}
+FOUR_SIGNAL = ("smartvector", "smartvector_soft", "kg_smartvector")  # their run files add per-hit "signals"
 
 
 def _jsonl(path: Path) -> list[dict]:
@@ -38,7 +40,8 @@ def _read_dataset(folder: Path) -> dict:
                               "to": math.inf if m["valid_to"] is None else iso_to_days(m["valid_to"]),
                               "authority": m["authority"]}
     queries = {rec["_id"]: {"as_of": iso_to_days(rec["metadata"]["as_of"]), "split": rec["metadata"]["split"],
-                            "category": rec["metadata"]["category"]} for rec in _jsonl(folder / "queries.jsonl")}
+                            "category": rec["metadata"]["category"], "text": rec["text"],
+                            "as_of_text": rec["metadata"]["as_of"]} for rec in _jsonl(folder / "queries.jsonl")}
     qrels: dict[str, dict[str, int]] = {}
     for split in ("dev", "test"):
         for line in (folder / "qrels" / f"{split}.tsv").read_text().splitlines()[1:]:
@@ -112,13 +115,23 @@ def _check_run_files(out: Path, dataset_dir: Path, metrics: dict) -> None:
         rows = [json.loads(line) for line in lines[1:]]
         assert sorted(r["query_id"] for r in rows) == sorted(queries)
         leak = {"dev": [0, 0], "test": [0, 0]}
+        assert meta["run_schema_version"] == "1.1"
         for r in rows:
-            assert set(r) == RUN_ROW_KEYS
+            assert set(r) == RUN_ROW_KEYS | ({"signals"} if name in FOUR_SIGNAL else set()), name
             q = queries[r["query_id"]]
             assert (r["split"], r["category"]) == (q["split"], q["category"])
-            assert len(r["ranked"]) <= 10 and len(r["ranked"]) == len(r["scores"])
+            assert (r["text"], r["as_of"]) == (q["text"], q["as_of_text"])
+            assert len(r["ranked"]) <= 10 and len(r["ranked"]) == len(r["scores"]) == len(r["labels"])
             top = r["ranked"][0] if r["ranked"] else None
             assert r["correct"] == (top is not None and qrels[r["query_id"]].get(top, 0) >= 1), (name, r)
+            # each hit's label from the dataset's files: relevant in the qrels, else in the stale / rumour lists
+            lab = labels["queries"][r["query_id"]] if labels is not None else {"stale": [], "rumor": []}
+            want = ["correct" if qrels[r["query_id"]].get(c, 0) >= 1 else "stale" if c in lab["stale"]
+                    else "rumor" if c in lab["rumor"] else "other" for c in r["ranked"]]
+            assert r["labels"] == want, (name, r["query_id"])
+            assert [r["correct"], r["stale"], r["rumor"]] == [want[:1] == [x] for x in ("correct", "stale", "rumor")]
+            if name in FOUR_SIGNAL:
+                assert all(len(v) == len(r["ranked"]) for v in r["signals"].values())
             outside = [c for c in r["ranked"] if not corpus[c]["from"] <= q["as_of"] < corpus[c]["to"]]
             leak[q["split"]][0] += len(outside)
             leak[q["split"]][1] += len(r["ranked"])

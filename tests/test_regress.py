@@ -293,7 +293,10 @@ def test_top1_disagreeing_with_the_ranked_lists_breaks_mrr_at_1(results, capsys)
     # the gate's own recomputation sees it too: the stored correct flags, MRR@10 (1 -> 1/2) and ECE
     assert {f"main run_{system}.jsonl: test correct flags", f"main.systems.{system}.test.mrr_at_10",
             f"main.systems.{system}.test.ece"} <= set(names), names
-    assert all(n.startswith((f"main.systems.{system}.test.", f"main run_{system}.jsonl: test ")) for n in names)
+    # and the per-hit labels (run file 1.1) no longer follow the swapped ids (the flags still match labels[0])
+    assert f"main run_{system}.jsonl: hit labels" in names, names
+    assert all(n.startswith((f"main.systems.{system}.test.", f"main run_{system}.jsonl: test ",
+                             f"main run_{system}.jsonl: hit labels")) for n in names)
 
 
 def test_ece_bin_counts_must_sum_to_n_queries(results, capsys):

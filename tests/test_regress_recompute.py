@@ -161,7 +161,9 @@ def test_a_run_file_stale_flag_edit_fails_naming_the_run_file(root):
     lines[i] = json.dumps(row)
     path.write_text("\n".join(lines) + "\n")
     _rebless(root)
-    assert committed_fails(root) == [("main/run_plain_cosine.jsonl", "test stale flags")]
+    # the flag now also disagrees with the line's own rank-1 label (run file 1.1)
+    assert committed_fails(root) == [("main/run_plain_cosine.jsonl", "test stale flags"),
+                                     ("main/run_plain_cosine.jsonl", "rank-1 labels")]
     bad = [r for r in _rows(root) if not r.ok][0]
     assert bad.got == "1 differ" and row["query_id"] in bad.note
 

@@ -51,7 +51,7 @@ from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap
                                             minimum_detectable_difference, paired_cluster_permutation_test)
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.calibration import auroc, brier
-from smartvector_bench.core.run import Run
+from smartvector_bench.core.run import HIT_LABELS, Run
 
 DECIMALS = 6
 MRR_K = 10
@@ -139,6 +139,20 @@ def judge_sets(hits: Sequence[Sequence[Collection[int]]], queries: Queries, k: i
     out["rr"] = np.where(first > 0, 1.0 / np.maximum(first, 1), 0.0)
     out["found"] = first > 0
     out["n_hits"], out["n_unmapped"] = n_hits, n_unmapped
+    return out
+
+
+def hit_labels(run: Run, queries: Queries, k: int = MRR_K) -> list[list[str]]:
+    """Per query, one label per returned hit of the first ``k`` (padding skipped, order kept): ``correct``
+    (relevant, grade >= 1), ``stale``, ``rumor`` or ``other``. Each hit is judged by :func:`judge_sets` as a
+    one-hit entry of its query, so a rank-1 label is exactly :func:`judge`'s ``correct`` / ``stale`` / ``rumor``."""
+    ranked = np.asarray(run.ranked, dtype=np.int64)[:, :k]
+    owner, col = np.nonzero(ranked >= 0)
+    j = judge_sets([[[int(ranked[q, c])]] for q, c in zip(owner, col)], queries, 1, qidx=owner)
+    label = np.select([j["correct"], j["stale"], j["rumor"]], HIT_LABELS[:3], HIT_LABELS[3])
+    out: list[list[str]] = [[] for _ in range(len(ranked))]
+    for q, lab in zip(owner, label):  # np.nonzero walks rows in order, columns ascending: rank order
+        out[q].append(str(lab))
     return out
 
 

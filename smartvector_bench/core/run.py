@@ -11,6 +11,7 @@ import numpy as np
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset import Corpus, Queries
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.timeutil import format_iso, from_days
 
 
 @dataclass
@@ -57,41 +58,122 @@ def rank_by_score(scores: np.ndarray, k: int, candidates: np.ndarray | None = No
     return ranked, top
 
 
-def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
-                    meta: dict, k: int = 10) -> None:
-    """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
-    packages), then one JSON line per query; ``judged`` holds the per-query ``correct``, ``stale``, ``rumor``. The
-    query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can be run from the file."""
+# The run file's own format version (``_meta.run_schema_version``; ``_meta.schema_version`` is the results'). 1.0
+# (no key): ranked, scores, confidence and the top-1 flags per query. 1.1 adds the query's text and as_of, a label
+# per hit and, for four-signal systems, each hit's signals: what the report's query drill-down shows.
+RUN_SCHEMA_VERSION = "1.1"
+RUN_SCHEMA_VERSIONS = ("1.0", RUN_SCHEMA_VERSION)
+HIT_LABELS = ("correct", "stale", "rumor", "other")
+# run file key <- the system's signal name (signals.fusion.SIGNALS): the relational signal is the graph's.
+SIGNAL_KEYS = {"semantic": "semantic", "temporal": "temporal", "confidence": "confidence", "graph": "relational"}
 
-    lines = [json.dumps({"_meta": {**meta, "system": run.system, "k": k}}, ensure_ascii=False, sort_keys=True)]
+
+def _as_of_text(queries: Queries, i: int) -> str:
+    stored = None if queries.as_of_text is None else queries.as_of_text[i]
+    return stored if stored is not None else format_iso(from_days(float(queries.as_of[i])))
+
+
+def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
+                    meta: dict, k: int = 10, labels: list[list[str]] | None = None,
+                    signals: dict[str, np.ndarray] | None = None) -> None:
+    """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
+    packages; ``run_schema_version``), then one JSON line per query; ``judged`` holds the per-query ``correct``,
+    ``stale``, ``rumor``. The query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can
+    be run from the file, its ``text`` and ``as_of`` (as queries.jsonl gives it; ISO from the days otherwise).
+    ``labels`` (``evaluator.hit_labels``) gives one label per written hit; ``signals`` (``ScoresHits.hit_signals``,
+    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, rounded like the scores."""
+
+    head = {**meta, "system": run.system, "k": k, "run_schema_version": RUN_SCHEMA_VERSION}
+    lines = [json.dumps({"_meta": head}, ensure_ascii=False, sort_keys=True)]
     for i, qid in enumerate(queries.ids):
-        ranked = [corpus.ids[j] for j in run.ranked[i, :k] if j >= 0]
-        scores = [round(float(s), 6) for s in run.scores[i, : len(ranked)]]
+        keep = [r for r, j in enumerate(run.ranked[i, :k]) if j >= 0]
+        ranked = [corpus.ids[run.ranked[i, r]] for r in keep]
+        scores = [round(float(run.scores[i, r]), 6) for r in keep]
         conf = float(run.confidence[i])
-        lines.append(json.dumps({
+        rec = {
             "query_id": qid, "split": str(queries.split[i]), "category": str(queries.category[i]),
             "family": None if queries.family[i] is None else str(queries.family[i]),
+            "text": queries.texts[i], "as_of": _as_of_text(queries, i),
             "ranked": ranked, "scores": scores, "confidence": None if np.isnan(conf) else round(conf, 6),
             "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
             "rumor": bool(judged["rumor"][i]),
-        }, ensure_ascii=False))
+        }
+        if labels is not None:
+            rec["labels"] = list(labels[i])
+            assert len(rec["labels"]) == len(ranked), f"query {qid}: {len(rec['labels'])} labels, {len(ranked)} hits"
+        if signals is not None:
+            rec["signals"] = {key: [round(float(signals[name][i, r]), 6) for r in keep]
+                              for key, name in SIGNAL_KEYS.items()}
+        lines.append(json.dumps(rec, ensure_ascii=False))
     atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def _lines(path: Path) -> tuple[dict, list[tuple[int, dict]]]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot read ({exc.strerror})") from None
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line)))
+        except ValueError as exc:
+            raise BenchError(f"{path}:{lineno}: not valid JSON ({exc})") from None
+    if not out or not isinstance(out[0][1], dict) or "_meta" not in out[0][1]:
+        raise BenchError(f"{path}:1: expected a {{\"_meta\": ...}} header line")
+    meta = out[0][1]["_meta"]
+    version = meta.get("run_schema_version", "1.0")
+    if version not in RUN_SCHEMA_VERSIONS:
+        raise BenchError(f"{path}:1: _meta.run_schema_version={version!r}; this reader knows "
+                         f"{', '.join(RUN_SCHEMA_VERSIONS)}")
+    return meta, out[1:]
+
+
+def check_run_row(rec: dict) -> str | None:
+    """What is wrong with one query line's optional 1.1 fields (labels, signals) against its ranked list, or
+    None; a 1.0 line (without them) is fine."""
+    n = len(rec.get("ranked") or [])
+    labels = rec.get("labels")
+    if labels is not None:
+        if not isinstance(labels, list) or len(labels) != n:
+            return f"'labels' must list one label per ranked hit ({n})"
+        if bad := [x for x in labels if x not in HIT_LABELS]:
+            return f"'labels' holds {bad[0]!r}; allowed: {', '.join(HIT_LABELS)}"
+    sig = rec.get("signals")
+    if sig is not None:
+        if not isinstance(sig, dict) or set(sig) != set(SIGNAL_KEYS):
+            return f"'signals' must map {', '.join(SIGNAL_KEYS)} to lists"
+        if bad := [key for key, v in sig.items() if not isinstance(v, list) or len(v) != n]:
+            return f"'signals.{bad[0]}' must hold one value per ranked hit ({n})"
+    return None
+
+
+def read_run_rows(path: Path) -> tuple[dict, list[dict]]:
+    """A run file's ``_meta`` and its query lines as dicts, either format: a 1.0 line gets ``text``, ``as_of``,
+    ``labels`` and ``signals`` as None. BenchError (``file:line``) on a bad header, JSON or 1.1 field."""
+    meta, rows = _lines(path)
+    out = []
+    for lineno, rec in rows:
+        if not isinstance(rec, dict) or "query_id" not in rec or not isinstance(rec.get("ranked"), list):
+            raise BenchError(f"{path}:{lineno}: a query line needs 'query_id' and a 'ranked' list")
+        if err := check_run_row(rec):
+            raise BenchError(f"{path}:{lineno}: {err}")
+        out.append({"text": None, "as_of": None, "labels": None, "signals": None, **rec})
+    return meta, out
 
 
 def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, Run]:
     """Load a saved run back (for re-scoring without re-running a model); rows are aligned to ``queries``."""
 
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    if not lines or "_meta" not in (first := json.loads(lines[0])):
-        raise BenchError(f"{path}:1: expected a {{\"_meta\": ...}} header line")
-    meta = first["_meta"]
+    meta, rows = _lines(path)
     k = int(meta["k"])
     row_of = {qid: i for i, qid in enumerate(queries.ids)}
     ranked = np.full((len(queries), k), -1, dtype=np.int64)
     scores = np.full((len(queries), k), np.nan)
     confidence = np.full(len(queries), np.nan)
-    for lineno, line in enumerate(lines[1:], 2):
-        rec = json.loads(line)
+    for lineno, rec in rows:
         if rec["query_id"] not in row_of:
             raise BenchError(f"{path}:{lineno}: unknown query id {rec['query_id']!r}")
         i = row_of[rec["query_id"]]

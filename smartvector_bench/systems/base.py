@@ -102,6 +102,33 @@ class LiveStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ScoresHits(Protocol):
+    """Optional: a four-signal system reports each ranked hit's signals (the run file's per-hit ``signals``, for
+    the report's drill-down). Computed after ranking, on the hits only; rankings and scores are not touched."""
+
+    def hit_signals(self, query_vectors: np.ndarray, as_of: np.ndarray, ranked: np.ndarray) -> dict[str, np.ndarray]:
+        """``semantic`` (the raw cosine), ``temporal``, ``confidence``, ``relational``, each (Q, k) aligned with
+        ``ranked`` (a Run's, from the last ``search`` on the same state; NaN where it is -1), such that
+        ``signals.fusion.fuse(weights, ...)`` gives the Run's scores (to float32 rounding of the cosine)."""
+        ...
+
+
+def hit_columns(ranked: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For :class:`ScoresHits`: the distinct corpus rows ``ranked`` holds (sorted) and each entry's column among
+    them (-1 for padding), so signals are computed on (Q, distinct hits) arrays instead of (Q, N)."""
+    ranked = np.asarray(ranked, dtype=np.int64)
+    rows = np.unique(ranked[ranked >= 0])
+    return rows, np.where(ranked >= 0, np.searchsorted(rows, ranked), -1)
+
+
+def gather_hits(values: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """(Q, k) of a (Q, distinct hits) array at :func:`hit_columns`'s columns, NaN for padding."""
+    values = np.broadcast_to(np.asarray(values, dtype=np.float64), (len(col), values.shape[-1]))
+    out = np.take_along_axis(values, np.maximum(col, 0), axis=1) if values.shape[-1] else np.zeros(col.shape)
+    return np.where(col >= 0, out, np.nan)
+
+
 def require_fields(system: str, corpus: Corpus, fields: tuple[str, ...], why: str) -> None:
     """For ``check_dataset``: one line naming each of ``fields`` the dataset does not give on every chunk
     (``corpus.present``), and what the system reads it for (``why``)."""

@@ -86,6 +86,9 @@ class Queries:
     ``relevant`` row ``q`` lists the corpus rows judged relevant (qrels score >= 1), best grade first, with
     ``grades`` aligned; ``stale`` / ``rumor`` come from the labels (empty without labels); ``family`` is the
     cluster a query belongs to (its policy family; the query's own id when the dataset has no labels).
+    ``as_of_text`` is each as_of as queries.jsonl wrote it (its ISO string, or query_time's when as_of defaults to
+    it; None when neither is given, and for queries built in code): the run file repeats it, since days do not
+    round-trip to the same string.
     """
 
     ids: list[str]
@@ -99,6 +102,7 @@ class Queries:
     stale: Ragged
     rumor: Ragged
     family: np.ndarray
+    as_of_text: list[str | None] | None = None
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -119,6 +123,7 @@ class Queries:
             query_time=self.query_time[rows], as_of=self.as_of[rows], category=self.category[rows],
             split=self.split[rows], relevant=self.relevant.take(rows), grades=self.grades.take(rows),
             stale=self.stale.take(rows), rumor=self.rumor.take(rows), family=self.family[rows],
+            as_of_text=None if self.as_of_text is None else [self.as_of_text[i] for i in rows],
         )
 
 

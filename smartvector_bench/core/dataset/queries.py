@@ -82,7 +82,7 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
     have a relevant chunk in its split's file."""
     rows = read_jsonl(path, text=text)
     qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in qrels}
-    ids, texts = [], []
+    ids, texts, as_of_text = [], [], []
     cols: dict[str, list] = {k: [] for k in QUERY_META}
     line_of: dict[str, int] = {}
     finite = np.concatenate([corpus.created_at, corpus.valid_from, corpus.valid_to])
@@ -102,6 +102,8 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
         query_time = query_time if query_time is not None else as_of if as_of is not None else default_time
         cols["query_time"].append(query_time)
         cols["as_of"].append(as_of if as_of is not None else query_time)
+        stored = meta.get("as_of") if as_of is not None else meta.get("query_time")
+        as_of_text.append(stored if isinstance(stored, str) else None)
         if "category" in meta:
             category = need(meta, "category", where, str, prefix="metadata.")
             if not category.strip() or any(c in category for c in "\t\n\r"):
@@ -173,5 +175,5 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
         category=np.array([cols["category"][n] for n in keep], dtype=object),
         split=np.array([cols["split"][n] for n in keep], dtype=object),
         relevant=Ragged.from_lists(relevant), grades=Ragged.from_lists(grades), stale=empty, rumor=empty,
-        family=np.array(kept_ids, dtype=object),
+        family=np.array(kept_ids, dtype=object), as_of_text=[as_of_text[n] for n in keep],
     ), assignment, set(ids) - set(kept_ids)

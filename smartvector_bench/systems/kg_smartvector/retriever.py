@@ -54,7 +54,7 @@ from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import choice, section
 from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
 from smartvector_bench.core.timeutil import format_iso, from_days
-from smartvector_bench.systems.base import require_fields
+from smartvector_bench.systems.base import gather_hits, hit_columns, require_fields
 
 DEFAULT_WEIGHTS = {"semantic": 0.5, "temporal": 0.2, "confidence": 0.2, "relational": 0.1}
 
@@ -299,6 +299,32 @@ class KGSmartVector:
             full = np.full((len(query_vectors), self.n_corpus), fill, dtype=val.dtype)
             full[:, snap["corpus_col"]] = val
             out[key] = full
+        return out
+
+    def hit_signals(self, query_vectors: np.ndarray, as_of: np.ndarray, ranked: np.ndarray) -> dict[str, np.ndarray]:
+        """The four signals of each ranked hit (``base.ScoresHits``; ``relational`` is graph importance): the
+        formulas of :meth:`_block` on each query block's distinct hit entities (graph importance, a property of
+        the whole graph, per block as search computes it)."""
+        snap = self._snapshot()
+        cols, ranked = snap["cols"], np.asarray(ranked, dtype=np.int64)
+        pos_of = np.full(self.n_corpus + 1, -1, dtype=np.int64)  # corpus row -> entity position; -1 stays -1
+        pos_of[snap["corpus_col"]] = np.arange(len(snap["corpus_col"]))
+        q = np.asarray(query_vectors, dtype=np.float64)
+        qn = np.linalg.norm(q, axis=1, keepdims=True)
+        q = np.divide(q, qn, out=np.zeros_like(q), where=qn > 0)
+        t = np.asarray(as_of, dtype=np.float64)
+        out = {key: np.full(ranked.shape, np.nan) for key in ("semantic", "temporal", "confidence", "relational")}
+        for lo in range(0, len(ranked), self.params.query_batch):
+            b = slice(lo, lo + self.params.query_batch)
+            ents, col = hit_columns(pos_of[ranked[b]])  # positions ascend with entity id, as cols are sorted
+            sub = {key: v[ents] for key, v in cols.items()}
+            sig = {"semantic": q[b] @ snap["vectors"][ents].T,
+                   "temporal": temporal_validity(sub["valid_from"], sub["valid_until"], t[b],
+                                                 self.params.temporal_decay_rate),
+                   "confidence": self.kg.confidence_matrix(t[b], sub),
+                   "relational": self._importance(snap, t[b])[:, ents]}
+            for key, values in sig.items():
+                out[key][b] = gather_hits(values, col)
         return out
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,

@@ -79,13 +79,13 @@ from smartvector_bench.systems.smartvector.lifecycle import Status, deprecated_a
 from smartvector_bench.systems.smartvector.ripple import RippleParams
 from smartvector_bench.core.run import Run
 from smartvector_bench.core.settings import choice, section
-from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, is_dormant
+from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, is_dormant, live_confidence
 from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
 from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
 from smartvector_bench.systems.smartvector.signals.relational import RelationalParams, relational_signal
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams, temporal_signal
 from smartvector_bench.core.timeutil import format_iso, from_days
-from smartvector_bench.systems.base import require_fields
+from smartvector_bench.systems.base import gather_hits, hit_columns, require_fields
 from smartvector_bench.systems.smartvector.compact import ExactColumn
 from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f32
 from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
@@ -247,6 +247,27 @@ class SmartVector:
                 "archived": t >= st.archived_at[None, :],
                 # not in the store at as_of: created later, or (live replay) not ingested yet
                 "future": (t < c.created_at[None, :]) | (t < st.ingested_at[None, :])}
+
+    def hit_signals(self, query_vectors: np.ndarray, as_of: np.ndarray, ranked: np.ndarray) -> dict[str, np.ndarray]:
+        """The four signals of each ranked hit (``base.ScoresHits``): :meth:`signals`' formulas on each query
+        block's distinct hits only, the cosine from the stored float32 vectors as the kernels take it."""
+        c, st, tp = self.corpus, self.store, self.temporal
+        ranked, t = np.asarray(ranked, dtype=np.int64), np.asarray(as_of, dtype=np.float64)
+        q = np.ascontiguousarray(query_vectors, dtype=np.float32)
+        base, rel, stored = st.base_confidence, self.relational(), self._index.stored()
+        out = {key: np.full(ranked.shape, np.nan) for key in ("semantic", "temporal", "confidence", "relational")}
+        for lo in range(0, len(ranked), self.policy.query_batch):
+            b = slice(lo, lo + self.policy.query_batch)
+            rows, col = hit_columns(ranked[b])
+            sig = {"semantic": (q[b] @ stored[rows].T).astype(np.float64),
+                   "temporal": temporal_signal(c.created_at[rows], c.valid_from[rows], c.valid_to[rows], t[b],
+                                               tp.half_life_days, tp.expired_score),
+                   "confidence": live_confidence(base[rows], st.decay_from(rows), t[b], st.positive[rows],
+                                                 st.negative[rows], st.access[rows], self.conf_params),
+                   "relational": rel[rows]}
+            for key, values in sig.items():
+                out[key][b] = gather_hits(values, col)
+        return out
 
     def score(self, semantic: np.ndarray, as_of: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
         """(score, rank_key, signals): rank_key applies the status policy; score is the fused value."""

@@ -1,0 +1,58 @@
+"""The gate's checks of a main run file's per-hit fields (run file format 1.1: the query's text and as_of, one
+label per hit, the four-signal systems' signals); a 1.0 file has none and gets none of these rows.
+
+The labels are recomputed here from the dataset's judgments (an id in the graded qrels is ``correct``, else in
+the stale set ``stale``, else in the rumour set ``rumor``, else ``other``), not by the evaluator that wrote them."""
+
+from __future__ import annotations
+
+from smartvector_bench.core.run import check_run_row
+from smartvector_bench.tools.gate.recompute import Judgments
+from smartvector_bench.tools.gate.report import Row, invariant
+
+REQUIRED_1_1 = ("text", "as_of", "labels")
+
+
+def _label(cid: str, qid: str, j: Judgments) -> str:
+    if cid in j.qrels.get(qid, {}):
+        return "correct"
+    return "stale" if cid in j.stale.get(qid, set()) else "rumor" if cid in j.rumor.get(qid, set()) else "other"
+
+
+def _row(metric: str, run_file: str, bad: list[str], expected: str, note: str) -> Row:
+    r = invariant(metric, expected, f"{len(bad)} differ", not bad, ("e.g. " + ", ".join(bad[:5])) if bad else note)
+    r.file = run_file
+    return r
+
+
+def run_file_rows(out_name: str, system: str, meta: dict | None, run_rows: list[dict],
+                  judgments: Judgments | None) -> list[Row]:
+    """Rows for ``run_<system>.jsonl``'s 1.1 fields: each line's fields well formed (and present, when ``_meta``
+    says 1.1), the rank-1 label equal to the line's correct / stale / rumor flags, and every label equal to the
+    dataset's judgment of that hit (when the judgments are at hand)."""
+    run_file = f"run_{system}.jsonl"
+    base = f"{out_name} {run_file}"
+    v11 = (meta or {}).get("run_schema_version") == "1.1"
+    if not v11 and not any(k in r for r in run_rows for k in ("labels", "signals")):
+        return []
+    malformed = []
+    for r in run_rows:
+        qid = str(r.get("query_id"))
+        err = check_run_row(r) or next((f"no '{k}'" for k in REQUIRED_1_1 if v11 and k not in r), None)
+        if err:
+            malformed.append(f"{qid}: {err}")
+    rows = [_row(f"{base}: per-hit fields", run_file, malformed, "0 malformed",
+                 "text, as_of, one label (and signal) per ranked hit")]
+    labelled = [r for r in run_rows if isinstance(r.get("labels"), list) and len(r["labels"]) == len(r["ranked"])]
+    flags = [str(r.get("query_id")) for r in labelled
+             if [bool(r.get(f)) for f in ("correct", "stale", "rumor")] != [r["labels"][:1] == [f]
+                                                                          for f in ("correct", "stale", "rumor")]]
+    rows.append(_row(f"{base}: rank-1 labels", run_file, flags, "0 differing from the correct/stale/rumor flags",
+                     "labels[0] against the line's flags"))
+    if judgments is not None:
+        differ = [f"{r.get('query_id')} rank {n}" for r in labelled
+                  for n, (cid, lab) in enumerate(zip(r["ranked"], r["labels"]), 1)
+                  if lab != _label(cid, str(r.get("query_id")), judgments)]
+        rows.append(_row(f"{base}: hit labels", run_file, differ, "0 differing from the recomputed",
+                         "each hit against the dataset's qrels, stale and rumour sets"))
+    return rows
