@@ -11,7 +11,8 @@ embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the sam
 a time on two or more cores (``--jobs``). Only after the run exits 0 and its result JSON parses are its files
 copied into ``results/<name>/``: main: ``metrics.json``, ``table.md``, ``run_<system>.jsonl``; reembed_cost:
 ``reembed_cost.json``, ``table.md``; feedback_loop: ``feedback_loop.json``, ``feedback_loop.csv``, ``table.md``
-(not the lineage / explain files). Every file is written atomically, the result JSON after the others and
+(not the lineage / explain files); a main-kind run (main, main_large, handbook) also gets ``queries.jsonl``, the
+report's drill-down inputs that no embedding changes (``tools/report/stored_queries.py``). Every file is written atomically, the result JSON after the others and
 ``PROVENANCE.json`` last (schema version, git sha and dirty flag, package versions, the command, config and
 dataset sha256, and the sha256 of every published file). Files of an earlier publication that the new run did
 not produce (e.g. the run file of a system since removed) are deleted. A failed rerun publishes nothing for
@@ -23,6 +24,10 @@ experiment=<preset>``, collected by ``smartvector-collect``) is published from `
 planned job completed (``--allow-incomplete`` to publish a partial sweep). ``--sweeps auto`` (the default
 without ``--only``) publishes every preset folder found and skips, with a warning, those still incomplete;
 a preset named explicitly that is missing or incomplete is an error (exit 1). ``--sweeps none``: none.
+
+``--store-queries main,main_large,handbook`` reruns nothing: it writes ``queries.jsonl`` into each already
+published run folder from its dataset regenerated from the recorded config (refused unless the sha256 is the
+recorded one) and adds it to that folder's ``PROVENANCE.json``; metrics.json and the run files stay as they are.
 """
 
 from __future__ import annotations
@@ -42,9 +47,11 @@ import time
 from pathlib import Path
 
 from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import git_sha, package_versions
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
 from smartvector_bench.tools.gate.rerun import RERUN_ENV, Rerun, add_rerun_options, rerun_many
+from smartvector_bench.tools.report import stored_queries
 
 PROG = "publish"
 PUBLISH_SCHEMA = "1.0"
@@ -107,6 +114,11 @@ def collect_run_files(name: str, run_dir: Path) -> dict[str, bytes]:
         raise PublishError(f"{name}: {exp.result_file} is not valid JSON ({exc})") from exc
     if not isinstance(result.get("provenance"), dict):
         raise PublishError(f"{name}: {exp.result_file} carries no provenance")
+    if exp.kind == "main":  # the drill-down's inputs, from the run's own dataset/ (sha256 checked)
+        try:
+            files[stored_queries.FILE] = stored_queries.build(run_dir, result)[0].encode("utf-8")
+        except BenchError as exc:
+            raise PublishError(f"{name}: {stored_queries.FILE}: {exc}") from None
     for fname, data in files.items():  # every run file of main carries its own _meta provenance line
         if fname.endswith(".jsonl"):
             first = data.split(b"\n", 1)[0]
@@ -245,13 +257,47 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="where to publish (default results/)")
     ap.add_argument("--multirun-dir", type=Path, default=MULTIRUN_DIR, help="where sweeps are (default multirun/)")
     ap.add_argument("--allow-incomplete", action="store_true", help="publish sweeps with failed or missing jobs")
+    ap.add_argument("--store-queries", action="append", metavar="NAMES",
+                    help="comma-separated published run folders (of a main-kind experiment: "
+                         f"{', '.join(n for n, e in EXPERIMENTS.items() if e.kind == 'main')}) to give a "
+                         f"{stored_queries.FILE} (each query's text, as_of and correct/stale/rumour chunk ids, "
+                         "for the report's drill-down) from the dataset regenerated from the folder's recorded "
+                         "config, refused unless its sha256 is the recorded one; reruns nothing and changes no "
+                         "metric (alone, it implies --only none --sweeps none)")
     add_rerun_options(ap, keep_help="run into DIR and keep the full run folders",
                       set_help="extra Hydra override for every rerun (testing; recorded in the command)")
     return ap.parse_args(argv)
 
 
+def store_queries(names: list[str], results_dir: Path, command: str) -> list[str]:
+    """``--store-queries``: write each folder's queries.jsonl; returns the names that failed (one line each)."""
+    failures = []
+    for name in names:
+        folder = results_dir / name
+        try:
+            if not (folder / "metrics.json").is_file():
+                raise BenchError(f"{rel(folder / 'metrics.json')}: not found; publish {name} first")
+            entry = stored_queries.store(folder, command)
+        except (BenchError, OSError) as exc:
+            failures.append(name)
+            print(f"{PROG}: --store-queries {name}: {exc}", file=sys.stderr)
+            continue
+        print(f"{name}: stored {entry['n_queries']} queries in {rel(folder / stored_queries.FILE)} from "
+              f"{entry['source']} (dataset sha256 {entry['dataset_sha256'][:12]}, as recorded)", flush=True)
+    return failures
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    store = _split(args.store_queries)
+    bad = [n for n in store if n not in EXPERIMENTS or EXPERIMENTS[n].kind != "main"]
+    if bad:
+        allowed = ", ".join(n for n, e in EXPERIMENTS.items() if e.kind == "main")
+        print(f"{PROG}: error: --store-queries: {bad[0]!r} is not a main-kind experiment; allowed: {allowed}",
+              file=sys.stderr)
+        return 2
+    if store and not args.only:  # storing alone reruns nothing
+        args.only, args.sweeps = ["none"], args.sweeps or ["none"]
     only = _split(args.only)
     if only == ["none"]:
         names = []
@@ -273,6 +319,10 @@ def main(argv: list[str] | None = None) -> int:
         sweeps = sweeps_arg
 
     failures: list[str] = []
+    if store:
+        given = argv if argv is not None else sys.argv[1:]
+        failures += store_queries(store, args.results_dir,
+                                  shlex.join(["python", "-m", "smartvector_bench.tools.publish", *given]))
     if names:
         tmp = None if args.keep else tempfile.mkdtemp(prefix="svb-publish-")
         workdir = args.keep or Path(tmp)
@@ -311,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: {exc}", file=sys.stderr)
             continue
         print(f"{preset}: published {len(prov['files'])} sweep files to {rel(args.results_dir / preset)}")
-    if not names and not sweeps:
+    if not names and not sweeps and not store:
         print("nothing to publish (no experiment chosen and no sweep folder found)")
     if failures:
         print(f"{PROG}: not published: {', '.join(failures)}", file=sys.stderr)

@@ -96,7 +96,7 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
         for s in systems]
     figure = (reliability.data_uri(reliability.reliability_png(m, systems))
               if reliability.has_bins(m, systems) else None)
-    data = drill.drill_data(folder, systems)
+    data = drill.drill_data(folder, systems, mm.dataset.get("sha256"))
     d = mm.dataset
     prov, pfile = mm.provenance, _provenance_file(folder)
     section = {
@@ -108,7 +108,8 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
         "skipped": [f"{s}: {why}" for s, why in (mm.skipped_systems or {}).items()],
         "queries": [{"id": q, "label": f"{q} · {data['queries'][q]['split']} · {data['queries'][q]['category']}"}
                     for q in data["order"]],
-        "per_hit_labels": data["per_hit_labels"], "missing_runs": data["missing"],
+        "per_hit_labels": data["per_hit_labels"], "stored_queries": data["stored_queries"],
+        "has_signals": data["has_signals"], "missing_runs": data["missing"],
         "provenance": {"dataset_sha256": d["sha256"], "git_sha": (prov.get("git") or {}).get("sha"),
                        "git_dirty": (prov.get("git") or {}).get("dirty"), "packages": prov.get("packages") or {},
                        "config_sha256": prov.get("config_sha256"), "command": pfile.get("command_line"),
