@@ -26,7 +26,7 @@ from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.dataset import Dataset, load_dataset
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results.base import read_json
-from smartvector_bench.core.run import _as_of_text
+from smartvector_bench.core.run import as_of_text
 
 FILE = "queries.jsonl"
 FORMAT = "smartvector-bench drill-down queries"
@@ -46,7 +46,7 @@ def query_lines(ds: Dataset) -> list[dict]:
     q, ids = ds.queries, ds.corpus.ids
     out = []
     for i, qid in enumerate(q.ids):
-        rec = {"query_id": str(qid), "text": q.texts[i], "as_of": _as_of_text(q, i)}
+        rec = {"query_id": str(qid), "text": q.texts[i], "as_of": as_of_text(q, i)}
         for key, rag in zip(SETS, (q.relevant, q.stale, q.rumor)):
             rec[key] = [ids[int(r)] for r in rag.row(i) if r >= 0]
         out.append(rec)
