@@ -208,3 +208,14 @@ def test_a_run_file_that_is_not_utf8_is_a_bench_error_naming_the_line(tmp_path, 
     path.write_bytes(b"\n".join(lines))
     with pytest.raises(BenchError, match=r"not valid UTF-8 at line 3"):
         read_run_rows(path)
+
+
+def test_the_gates_run_file_reader_checks_the_format_like_the_core_reader(tmp_path, tiny):
+    from smartvector_bench.tools.gate.invariants import _read_run_file
+    path, _ = _write(tmp_path, tiny)
+    meta, rows, err = _read_run_file(path)
+    assert err is None and meta["run_schema_version"] == "1.1" and len(rows) == len(tiny[1].queries)
+    lines = path.read_text().splitlines()
+    lines[0] = lines[0].replace('"run_schema_version": "1.1"', '"run_schema_version": "9.0"')
+    path.write_text("\n".join(lines) + "\n")
+    assert "run_schema_version='9.0'" in _read_run_file(path)[2]
