@@ -219,3 +219,30 @@ def test_the_gates_run_file_reader_checks_the_format_like_the_core_reader(tmp_pa
     lines[0] = lines[0].replace('"run_schema_version": "1.1"', '"run_schema_version": "9.0"')
     path.write_text("\n".join(lines) + "\n")
     assert "run_schema_version='9.0'" in _read_run_file(path)[2]
+
+
+@pytest.mark.parametrize("name", ["smartvector", "kg_smartvector"])
+def test_the_gate_fuses_the_signals_to_the_scores_and_catches_a_changed_score_or_weight(tmp_path, tiny, name):
+    from smartvector_bench.tools.gate.runfile import fusion_rows
+
+    cfg = tiny[0]["retrievers"][name]
+    path, _ = _write(tmp_path, tiny, name)
+    _, rows = read_run_rows(path)
+    good = fusion_rows("main", name, rows, cfg)
+    assert len(good) == 1 and good[0].ok, good[0].note
+    assert fusion_rows("main", name, rows, {**cfg, "weights": {"semantic": 1.0}})[0].ok is False
+    rows[3]["scores"][1] = round(rows[3]["scores"][1] + 1e-4, 6)
+    bad = fusion_rows("main", name, rows, cfg)[0]
+    assert not bad.ok and f"{rows[3]['query_id']} rank 2" in bad.note
+    rows[3]["signals"]["temporal"][0] = None
+    assert "rank 1: a null score or signal" in fusion_rows("main", name, rows, cfg)[0].note
+
+
+def test_the_fusion_check_skips_systems_whose_score_is_not_the_fusion(tmp_path, tiny):
+    from smartvector_bench.tools.gate.runfile import fusion_rows
+
+    path, _ = _write(tmp_path, tiny)
+    _, rows = read_run_rows(path)
+    skipped = fusion_rows("main", "x", rows, {"_target_": "smartvector_bench.systems.plain_cosine.PlainCosine"})
+    assert len(skipped) == 1 and skipped[0].ok and skipped[0].got == "not checked"
+    assert fusion_rows("main", "x", [{k: v for k, v in r.items() if k != "signals"} for r in rows], None) == []

@@ -15,7 +15,7 @@ from smartvector_bench.tools.gate.common import EXPERIMENTS
 from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
 from smartvector_bench.tools.gate.recompute import SCORE_METRICS, SPLITS, load_judgments, recompute_rows
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
-from smartvector_bench.tools.gate.runfile import run_file_rows
+from smartvector_bench.tools.gate.runfile import fusion_rows, run_file_rows
 
 # MRR@1 is not stored by the evaluator (it equals top1): the gate recomputes it from the run file's ranked lists.
 MRR_AT_1 = "mrr_at_1"
@@ -43,6 +43,11 @@ def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | No
     except BenchError as exc:
         return None, None, one_line(exc)
     return meta, [rec for _, rec in lines], None
+
+
+def _retriever_config(m: dict, system: str) -> dict | None:
+    cfg = (((m.get("provenance") or {}).get("config") or {}).get("retrievers") or {}).get(system)
+    return cfg if isinstance(cfg, dict) else None
 
 
 def main_invariants(out: Outputs) -> list[Row]:
@@ -129,6 +134,7 @@ def main_invariants(out: Outputs) -> list[Row]:
         if run_rows is not None:
             rows += recompute_rows(out.name, name, per_split, run_rows, judgments)
             rows += run_file_rows(out.name, name, meta, run_rows, judgments)
+            rows += fusion_rows(out.name, name, run_rows, _retriever_config(m, name))
         rows.append(invariant(f"{base}.dev+test {M.N_QUERIES}", f"== dataset.{M.N_QUERIES} ({n_total})", split_sum,
                               split_sum == n_total))
         if run_rows is not None:
