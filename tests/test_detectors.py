@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from smartvector_bench.systems.smartvector.detectors import (
-    ReferenceDetector, SemanticDetector, content_similarity, stated_values,
+    ReferenceDetector, SemanticDetector, content_similarity, stated_values, word_sets_matrix,
 )
 
 from .test_store import make_corpus
@@ -149,3 +149,25 @@ def test_stated_values():
     # values, not strings: "2.0" states the same value as "2"; a thousands separator is part of the number
     assert stated_values("2.0 days") == stated_values("2 days") == frozenset({2.0})
     assert stated_values("limit $1,000 per trip") == frozenset({1000.0})
+
+
+# 8 texts over blocks of 3 (3 + 3 + 2): words first seen in one block and met again in the next, an empty and a
+# blank text (one at a block's end), case and repeats within a text, whitespace other than spaces.
+BLOCK_TEXTS = ["Remote work remote WORK", "two days", "", "days Two weekly", "   \t\n", "weekly remote\tÉté",
+               "été cafeteria", "cafeteria cafeteria x"]
+
+
+@pytest.mark.parametrize("block", [1, 2, 3, 1 << 16])
+def test_word_sets_matrix_rows_are_each_texts_lower_cased_word_set_across_blocks(block):
+    words = word_sets_matrix(BLOCK_TEXTS, block=block)
+    vocab: dict[str, int] = {}  # columns in order of first appearance, as documented
+    for text in BLOCK_TEXTS:
+        for w in text.lower().split():
+            vocab.setdefault(w, len(vocab))
+    word_of = {c: w for w, c in vocab.items()}
+    assert words.shape == (len(BLOCK_TEXTS), len(vocab))
+    for i, text in enumerate(BLOCK_TEXTS):
+        row = words.indices[words.indptr[i]:words.indptr[i + 1]]
+        assert len(row) == len(set(row)) and np.all(words.data[words.indptr[i]:words.indptr[i + 1]] == 1)
+        assert {word_of[int(c)] for c in row} == set(text.lower().split()), (block, i, text)
+    assert (words != word_sets_matrix(BLOCK_TEXTS)).nnz == 0

@@ -215,3 +215,13 @@ def test_embedded_json_cannot_close_its_script():
     text = page.embedded_json({"q": "</script><script>alert(1)</script> <!--"})
     assert "</" not in text and "<!--" not in text
     assert json.loads(text) == {"q": "</script><script>alert(1)</script> <!--"}
+
+
+def test_the_reliability_png_leaves_the_callers_matplotlib_backend_alone():
+    code = ("import json, matplotlib, sys; matplotlib.use('svg'); "
+            "from smartvector_bench.tools.report.reliability import reliability_png; "
+            f"m = json.load(open({str(RESULTS / 'main' / 'metrics.json')!r})); "
+            "png = reliability_png(m, list(m['systems'])); "
+            "print(matplotlib.get_backend(), png[:4] == b'\\x89PNG', 'matplotlib.pyplot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["svg", "True", "False"]

@@ -99,3 +99,47 @@ def test_a_page_from_new_run_files_shows_their_labels_and_says_nothing_of_old_on
     assert q["text"] == "text of q0001 </script>" and q["as_of"] == "2024-06-01T00:00:00Z"
     assert all(h["l"][0] == "s" and set(h["g"]) == set(drill.SIGNALS) for h in q["hits"].values())
     assert html.count("</script>") == 2  # the data's own, and the code's: the query text cannot close either
+
+
+def test_unknown_labels_are_an_error_not_other(tmp_path):
+    _run_file(tmp_path, "a", [_old("q1", ["c1", "c2"]) | {"labels": ["correct", "maybe"]}])
+    with pytest.raises(BenchError, match=r"run_a\.jsonl:2: 'labels' holds 'maybe'"):
+        drill.drill_data(tmp_path, ["a"])
+
+
+def test_non_finite_scores_and_signals_become_null_in_the_page_data(tmp_path):
+    line = _old("q1", ["c1", "c2"]) | {"scores": [float("nan"), 0.5], "labels": ["other", "other"],
+                                       "signals": {"semantic": [float("inf"), 0.25], "temporal": [1.0, None],
+                                                   "confidence": [0.5, 0.5], "graph": [float("nan"), 0.0]}}
+    _run_file(tmp_path, "a", [line])  # json.dumps writes bare NaN / Infinity, as old writers did
+    d = drill.drill_data(tmp_path, ["a"])
+    hit = d["queries"]["q1"]["hits"]["a"]
+    assert hit["s"] == [None, 0.5] and hit["g"]["semantic"] == [None, 0.25] and hit["g"]["graph"] == [None, 0.0]
+    json.dumps(d, allow_nan=False)  # valid JSON for the page
+
+
+def test_as_of_falls_back_to_the_datasets_query_time(tmp_path):
+    _run_file(tmp_path, "a", [_old("q1", ["c1"])])
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "queries.jsonl").write_text(json.dumps(
+        {"_id": "q1", "text": "t?", "metadata": {"query_time": "2023-05-01T00:00:00Z"}}) + "\n")
+    q = drill.drill_data(tmp_path, ["a"])["queries"]["q1"]
+    assert q["as_of"] == "2023-05-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("rel,data,where", [
+    ("dataset/queries.jsonl", b'{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": \n', "dataset/queries.jsonl:2: "),
+    ("dataset/queries.jsonl", b'{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "\xff"}\n',
+     "dataset/queries.jsonl: not valid UTF-8 at line 2"),
+    ("dataset/queries.jsonl", b'[1, 2]\n', "dataset/queries.jsonl:1: expected an object"),
+    ("qrels_test.trec", b"q1 0 c1 1\nq1 0 \xff 1\n", "qrels_test.trec: not valid UTF-8 at line 2"),
+])
+def test_a_malformed_dataset_or_qrels_file_is_one_line_exit_2(tmp_path, capsys, rel, data, where):
+    run = tmp_path / "main"
+    shutil.copytree(REPO / "results" / "main", run)
+    (run / rel).parent.mkdir(exist_ok=True)
+    (run / rel).write_bytes(data)
+    assert cli.run([str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{run}/{where}" in err, err
+    assert "Traceback" not in err and not (run / "report.html").exists()

@@ -165,3 +165,84 @@ def test_the_gate_recomputes_every_hit_label_and_catches_a_wrong_one(tmp_path, t
     assert not run_file_rows("main", "smartvector", meta, rows, None)[0].ok
     old = [{k: v for k, v in r.items() if k not in NEW_KEYS} for r in rows]
     assert run_file_rows("main", "smartvector", {}, old, j) == []  # a 1.0 file: nothing to check
+
+
+def _strict(line: str):
+    def refuse(name):
+        raise ValueError(f"bare {name} in a run file line")
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_non_finite_scores_and_signals_are_written_as_null(tmp_path, tiny):
+    cfg, ds, cvec, qvec = tiny
+    r, run = _search(cfg, ds, cvec, qvec, "smartvector", {})
+    sig = r.hit_signals(qvec, ds.queries.as_of, run.ranked)
+    run.scores[0, 0], run.confidence[1] = np.nan, np.inf
+    sig["temporal"][0, 1], sig["relational"][2, 0] = np.nan, -np.inf
+    path = tmp_path / "run_nan.jsonl"
+    write_run_jsonl(path, run, ds.queries, ds.corpus, judge(run, ds.queries), {"schema_version": "2.0"},
+                    labels=hit_labels(run, ds.queries), signals=sig)
+    rows = [_strict(line) for line in path.read_text().splitlines()[1:]]  # bare NaN / Infinity would raise
+    assert rows[0]["scores"][0] is None and rows[1]["confidence"] is None
+    assert rows[0]["signals"]["temporal"][1] is None and rows[2]["signals"]["graph"][0] is None
+    assert rows[0]["scores"][1] == round(float(run.scores[0, 1]), 6)
+    _, again = read_run_jsonl(path, ds.queries, ds.corpus)
+    assert np.isnan(again.scores[0, 0]) and np.array_equal(again.ranked, run.ranked)
+
+
+def test_a_label_count_other_than_the_hit_count_is_a_bench_error(tmp_path, tiny):
+    cfg, ds, cvec, qvec = tiny
+    _, run = _search(cfg, ds, cvec, qvec, "plain_cosine", {})
+    labels = hit_labels(run, ds.queries)
+    labels[0] = labels[0][:-1]
+    with pytest.raises(BenchError, match=rf"run_x\.jsonl: query {ds.queries.ids[0]}: \d+ labels for \d+ hits"):
+        write_run_jsonl(tmp_path / "run_x.jsonl", run, ds.queries, ds.corpus, judge(run, ds.queries), {},
+                        labels=labels)
+    assert not (tmp_path / "run_x.jsonl").exists()
+
+
+def test_a_run_file_that_is_not_utf8_is_a_bench_error_naming_the_line(tmp_path, tiny):
+    path, _ = _write(tmp_path, tiny)
+    lines = path.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b'"query_id"', b'"query_\xff"')
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(BenchError, match=r"not valid UTF-8 at line 3"):
+        read_run_rows(path)
+
+
+def test_the_gates_run_file_reader_checks_the_format_like_the_core_reader(tmp_path, tiny):
+    from smartvector_bench.tools.gate.invariants import _read_run_file
+    path, _ = _write(tmp_path, tiny)
+    meta, rows, err = _read_run_file(path)
+    assert err is None and meta["run_schema_version"] == "1.1" and len(rows) == len(tiny[1].queries)
+    lines = path.read_text().splitlines()
+    lines[0] = lines[0].replace('"run_schema_version": "1.1"', '"run_schema_version": "9.0"')
+    path.write_text("\n".join(lines) + "\n")
+    assert "run_schema_version='9.0'" in _read_run_file(path)[2]
+
+
+@pytest.mark.parametrize("name", ["smartvector", "kg_smartvector"])
+def test_the_gate_fuses_the_signals_to_the_scores_and_catches_a_changed_score_or_weight(tmp_path, tiny, name):
+    from smartvector_bench.tools.gate.runfile import fusion_rows
+
+    cfg = tiny[0]["retrievers"][name]
+    path, _ = _write(tmp_path, tiny, name)
+    _, rows = read_run_rows(path)
+    good = fusion_rows("main", name, rows, cfg)
+    assert len(good) == 1 and good[0].ok, good[0].note
+    assert fusion_rows("main", name, rows, {**cfg, "weights": {"semantic": 1.0}})[0].ok is False
+    rows[3]["scores"][1] = round(rows[3]["scores"][1] + 1e-4, 6)
+    bad = fusion_rows("main", name, rows, cfg)[0]
+    assert not bad.ok and f"{rows[3]['query_id']} rank 2" in bad.note
+    rows[3]["signals"]["temporal"][0] = None
+    assert "rank 1: a null score or signal" in fusion_rows("main", name, rows, cfg)[0].note
+
+
+def test_the_fusion_check_skips_systems_whose_score_is_not_the_fusion(tmp_path, tiny):
+    from smartvector_bench.tools.gate.runfile import fusion_rows
+
+    path, _ = _write(tmp_path, tiny)
+    _, rows = read_run_rows(path)
+    skipped = fusion_rows("main", "x", rows, {"_target_": "smartvector_bench.systems.plain_cosine.PlainCosine"})
+    assert len(skipped) == 1 and skipped[0].ok and skipped[0].got == "not checked"
+    assert fusion_rows("main", "x", [{k: v for k, v in r.items() if k != "signals"} for r in rows], None) == []

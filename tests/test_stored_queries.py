@@ -157,3 +157,36 @@ def test_the_committed_files_agree_with_their_run_files(name):
             first = [stored_queries.label_of(c, stored[rec["query_id"]]) for c in rec["ranked"][:1]] or ["other"]
             flags = "correct" if rec["correct"] else "stale" if rec["stale"] else "rumor" if rec["rumor"] else "other"
             assert first == [flags], (path.name, rec["query_id"])
+
+
+@pytest.mark.parametrize("exc,message", [
+    (KeyError("versions"), r"provenance\.config\.dataset: no key 'versions'"),
+    (TypeError("unsupported operand"), r"provenance\.config\.dataset: .*\(TypeError: unsupported operand\)"),
+    (ValueError("bad date"), r"provenance\.config\.dataset: .*\(ValueError: bad date\)"),
+])
+def test_a_regeneration_failure_is_one_line_naming_metrics_json(folder, capsys, monkeypatch, exc, message):
+    def broken(*args, **kwargs):
+        raise exc
+    monkeypatch.setattr(stored_queries, "write_from_config", broken)
+    with pytest.raises(BenchError, match=rf"metrics\.json: {message}"):
+        stored_queries.store(folder, "test")
+    assert publish.main(["--store-queries", "main", "--results-dir", str(folder.parent)]) == 1
+    err = capsys.readouterr().err.splitlines()  # the failure, then the publisher's summary line
+    assert err[0].startswith("publish: --store-queries main: ") and "metrics.json: provenance.config" in err[0]
+    assert err[1:] == ["publish: not published: main"]
+    assert not (folder / stored_queries.FILE).exists()
+
+
+def test_a_store_cut_off_after_the_provenance_fails_the_gates_provenance_check(folder, monkeypatch):
+    from smartvector_bench.tools.gate.files import check_provenance
+
+    def crash(path, text):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(stored_queries, "atomic_write_text", crash)
+    with pytest.raises(OSError):
+        stored_queries.store(folder, "test")
+    bad = [c for c in check_provenance(folder.parent) if not c.ok]
+    assert [(c.file, c.got) for c in bad] == [(f"main/{stored_queries.FILE}", "MISSING")]
+    monkeypatch.undo()
+    stored_queries.store(folder, "test")  # storing again completes it
+    assert all(c.ok for c in check_provenance(folder.parent))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset import Corpus, Queries
+from smartvector_bench.core.dataset.read import decode_utf8
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.timeutil import format_iso, from_days
 
@@ -68,9 +70,16 @@ HIT_LABELS = ("correct", "stale", "rumor", "other")
 SIGNAL_KEYS = {"semantic": "semantic", "temporal": "temporal", "confidence": "confidence", "graph": "relational"}
 
 
-def _as_of_text(queries: Queries, i: int) -> str:
+def as_of_text(queries: Queries, i: int) -> str:
+    """Query ``i``'s as_of as its dataset stores it (ISO from the days when the dataset gives no string)."""
     stored = None if queries.as_of_text is None else queries.as_of_text[i]
     return stored if stored is not None else format_iso(from_days(float(queries.as_of[i])))
+
+
+def json_number(x, digits: int = 6) -> float | None:
+    """``x`` rounded, or None when it is not finite: a bare NaN or Infinity is not JSON (strict readers refuse it)."""
+    x = float(x)
+    return round(x, digits) if math.isfinite(x) else None
 
 
 def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
@@ -81,36 +90,39 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
     ``stale``, ``rumor``. The query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can
     be run from the file, its ``text`` and ``as_of`` (as queries.jsonl gives it; ISO from the days otherwise).
     ``labels`` (``evaluator.hit_labels``) gives one label per written hit; ``signals`` (``ScoresHits.hit_signals``,
-    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, rounded like the scores."""
+    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, rounded like the scores. A score or
+    signal that is not finite is written as null. BenchError when ``labels`` does not give one label per hit."""
 
     head = {**meta, "system": run.system, "k": k, "run_schema_version": RUN_SCHEMA_VERSION}
     lines = [json.dumps({"_meta": head}, ensure_ascii=False, sort_keys=True)]
     for i, qid in enumerate(queries.ids):
         keep = [r for r, j in enumerate(run.ranked[i, :k]) if j >= 0]
         ranked = [corpus.ids[run.ranked[i, r]] for r in keep]
-        scores = [round(float(run.scores[i, r]), 6) for r in keep]
-        conf = float(run.confidence[i])
+        scores = [json_number(run.scores[i, r]) for r in keep]
         rec = {
             "query_id": qid, "split": str(queries.split[i]), "category": str(queries.category[i]),
             "family": None if queries.family[i] is None else str(queries.family[i]),
-            "text": queries.texts[i], "as_of": _as_of_text(queries, i),
-            "ranked": ranked, "scores": scores, "confidence": None if np.isnan(conf) else round(conf, 6),
+            "text": queries.texts[i], "as_of": as_of_text(queries, i),
+            "ranked": ranked, "scores": scores, "confidence": json_number(run.confidence[i]),
             "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
             "rumor": bool(judged["rumor"][i]),
         }
         if labels is not None:
             rec["labels"] = list(labels[i])
-            assert len(rec["labels"]) == len(ranked), f"query {qid}: {len(rec['labels'])} labels, {len(ranked)} hits"
+            if len(rec["labels"]) != len(ranked):
+                raise BenchError(f"{path}: query {qid}: {len(rec['labels'])} labels for {len(ranked)} hits")
         if signals is not None:
-            rec["signals"] = {key: [round(float(signals[name][i, r]), 6) for r in keep]
+            rec["signals"] = {key: [json_number(signals[name][i, r]) for r in keep]
                               for key, name in SIGNAL_KEYS.items()}
-        lines.append(json.dumps(rec, ensure_ascii=False))
+        lines.append(json.dumps(rec, ensure_ascii=False, allow_nan=False))
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
-def _lines(path: Path) -> tuple[dict, list[tuple[int, dict]]]:
+def read_run_lines(path: Path) -> tuple[dict, list[tuple[int, object]]]:
+    """A run file's ``_meta`` (format checked) and its other non-blank lines as (line number, parsed JSON), not
+    checked further. BenchError (``file:line``) on an unreadable file, bad UTF-8 or JSON, a bad header."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = decode_utf8(Path(path), Path(path).read_bytes()).splitlines()
     except OSError as exc:
         raise BenchError(f"{path}: cannot read ({exc.strerror})") from None
     out = []
@@ -153,7 +165,7 @@ def check_run_row(rec: dict) -> str | None:
 def read_run_rows(path: Path) -> tuple[dict, list[dict]]:
     """A run file's ``_meta`` and its query lines as dicts, either format: a 1.0 line gets ``text``, ``as_of``,
     ``labels`` and ``signals`` as None. BenchError (``file:line``) on a bad header, JSON or 1.1 field."""
-    meta, rows = _lines(path)
+    meta, rows = read_run_lines(path)
     out = []
     for lineno, rec in rows:
         if not isinstance(rec, dict) or "query_id" not in rec or not isinstance(rec.get("ranked"), list):
@@ -167,7 +179,7 @@ def read_run_rows(path: Path) -> tuple[dict, list[dict]]:
 def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, Run]:
     """Load a saved run back (for re-scoring without re-running a model); rows are aligned to ``queries``."""
 
-    meta, rows = _lines(path)
+    meta, rows = read_run_lines(path)
     k = int(meta["k"])
     row_of = {qid: i for i, qid in enumerate(queries.ids)}
     ranked = np.full((len(queries), k), -1, dtype=np.int64)
@@ -180,7 +192,7 @@ def read_run_jsonl(path: Path, queries: Queries, corpus: Corpus) -> tuple[dict, 
         for r, (cid, sc) in enumerate(zip(rec["ranked"], rec["scores"])):
             if cid not in corpus.index_of:
                 raise BenchError(f"{path}:{lineno}: unknown chunk id {cid!r}")
-            ranked[i, r], scores[i, r] = corpus.index_of[cid], sc
+            ranked[i, r], scores[i, r] = corpus.index_of[cid], np.nan if sc is None else sc
         confidence[i] = np.nan if rec["confidence"] is None else rec["confidence"]
     return meta, Run(meta["system"], ranked, scores, confidence)
 

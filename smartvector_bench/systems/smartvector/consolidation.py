@@ -16,6 +16,7 @@ run looks at what changed since the previous run (pairs are judged once).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,8 +82,8 @@ class ConsolidationParams:
         return None
 
 
-def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray, feedback_ratio: np.ndarray,
-            tie_break: str) -> tuple[int, int, int]:
+def resolve(a: int, b: int, created_at: np.ndarray, authority: np.ndarray,
+            feedback_ratio: Mapping[int, float] | np.ndarray, tie_break: str) -> tuple[int, int, int]:
     """Majority vote of three (newer, higher authority, higher feedback ratio); a tied criterion abstains.
 
     Returns (winner, loser, votes for the winner). A tied vote goes to ``tie_break``, then to the lower index.

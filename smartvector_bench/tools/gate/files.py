@@ -34,14 +34,16 @@ def file_digest(path: Path) -> dict:
     return {"sha256": h.hexdigest(), "bytes": path.stat().st_size}
 
 
-REPORT_PAGE = "report.html"  # `make report`'s page of results/: derived from the files here, gitignored, unrecorded
+# smartvector-report's page (of results/ or of any run/sweep folder under it): derived from the files here,
+# gitignored (results/**/report.html), unrecorded at any depth.
+REPORT_PAGE = "report.html"
 
 
 def list_files(root: Path, exclude: Path | None = None) -> list[str]:
-    """Every file under ``root`` (posix paths relative to it, sorted), ``exclude`` and the report page left out."""
+    """Every file under ``root`` (posix paths relative to it, sorted), ``exclude`` and every report page left out."""
     skip = exclude.resolve() if exclude else None
-    return sorted(rel for p in root.rglob("*")
-                  if p.is_file() and p.resolve() != skip and (rel := p.relative_to(root).as_posix()) != REPORT_PAGE)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                  if p.is_file() and p.resolve() != skip and p.name != REPORT_PAGE)
 
 
 def build_manifest(root: Path, expected_path: Path) -> dict:

@@ -4,16 +4,18 @@ reembed_cost and feedback_loop."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from smartvector_bench.core.cli_errors import one_line
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.run import read_run_lines
 from smartvector_bench.tools.gate.common import EXPERIMENTS
 from smartvector_bench.tools.gate.paths import Outputs, bad_number, csv_number
 from smartvector_bench.tools.gate.recompute import SCORE_METRICS, SPLITS, load_judgments, recompute_rows
 from smartvector_bench.tools.gate.report import Row, fmt, invariant
-from smartvector_bench.tools.gate.runfile import run_file_rows
+from smartvector_bench.tools.gate.runfile import fusion_rows, run_file_rows
 
 # MRR@1 is not stored by the evaluator (it equals top1): the gate recomputes it from the run file's ranked lists.
 MRR_AT_1 = "mrr_at_1"
@@ -31,18 +33,21 @@ def in_unit(metric: str, x: Any) -> Row:
 
 
 def _read_run_file(path: Path) -> tuple[dict | None, list[dict] | None, str | None]:
+    """The header and lines by core.run's reader (UTF-8, JSON, ``_meta``, format version); not its per-line
+    ``read_run_rows``, which stops at the first bad line and fills absent 1.1 fields with None: the gate reports
+    every malformed line and a 1.1 line missing a field (``runfile.run_file_rows``)."""
+    if not path.is_file():
+        return None, None, f"{path.name} not found"
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        return None, None, f"{path.name} not found ({exc.strerror})"
-    try:
-        first = json.loads(lines[0]) if lines else {}
-        rows = [json.loads(ln) for ln in lines[1:] if ln.strip()]
-    except ValueError as exc:
-        return None, None, f"{path.name}: not valid JSON lines ({exc})"
-    if "_meta" not in first:
-        return None, None, f"{path.name}:1: no _meta header line"
-    return first["_meta"], rows, None
+        meta, lines = read_run_lines(path)
+    except BenchError as exc:
+        return None, None, one_line(exc)
+    return meta, [rec for _, rec in lines], None
+
+
+def _retriever_config(m: dict, system: str) -> dict | None:
+    cfg = (((m.get("provenance") or {}).get("config") or {}).get("retrievers") or {}).get(system)
+    return cfg if isinstance(cfg, dict) else None
 
 
 def main_invariants(out: Outputs) -> list[Row]:
@@ -129,6 +134,7 @@ def main_invariants(out: Outputs) -> list[Row]:
         if run_rows is not None:
             rows += recompute_rows(out.name, name, per_split, run_rows, judgments)
             rows += run_file_rows(out.name, name, meta, run_rows, judgments)
+            rows += fusion_rows(out.name, name, run_rows, _retriever_config(m, name))
         rows.append(invariant(f"{base}.dev+test {M.N_QUERIES}", f"== dataset.{M.N_QUERIES} ({n_total})", split_sum,
                               split_sum == n_total))
         if run_rows is not None:

@@ -7,17 +7,20 @@ checked) every hit is labelled from its stored sets and text and as_of come from
 without it, hit 1 is labelled from the flags, hits 2-10 "correct" where the folder's stored qrels grade the chunk
 >= 1 (the evaluator's relevant set) and "other" otherwise, and the page says so (``per_hit_labels`` False).
 Text and as_of come from the run line (``text``, ``as_of``), else ``queries.jsonl``, else ``dataset/queries.jsonl``.
-The signals come from run files only (``has_signals``).
+The signals come from run files only (``has_signals``). Run files are read by ``core.run.read_run_rows`` (the
+format and every line's labels and signals checked); any malformed input is a BenchError naming file:line.
 
 The JSON is compact: chunk ids are indexes into one list per run, labels one letter per hit, floats rounded.
 """
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 
+from smartvector_bench.core.dataset.read import decode_utf8, json_error, parse_json
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.run import read_run_rows
 from smartvector_bench.tools.report import stored_queries
 
 TOP = 10
@@ -27,35 +30,26 @@ LABELS = {"correct": "c", "stale": "s", "rumor": "r", "other": "o"}
 
 
 def _round(x):
-    return None if x is None else round(float(x), DIGITS)
+    """Three decimals; None for None and for a non-finite value (a bare NaN would make the page's JSON invalid)."""
+    if x is None or isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return round(float(x), DIGITS) if math.isfinite(x) else None
 
 
-def read_run_file(path: Path) -> tuple[dict, list[dict]]:
-    """(the ``_meta`` header, the query lines) of one run file; BenchError naming the file and line otherwise."""
-    meta, rows = {}, []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as exc:
-                raise BenchError(f"{path}:{lineno}: not a JSON line ({exc})") from None
-            if lineno == 1 and isinstance(rec, dict) and "_meta" in rec:
-                meta = rec["_meta"]
-                continue
-            if not isinstance(rec, dict) or not isinstance(rec.get("query_id"), str) \
-                    or not isinstance(rec.get("ranked"), list):
-                raise BenchError(f"{path}:{lineno}: expected an object with query_id and ranked")
-            rows.append(rec)
-    return meta, rows
+def _text(path: Path) -> str:
+    """The UTF-8 text of ``path``; BenchError naming it (and the line of a bad byte) otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise BenchError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return decode_utf8(path, data)
 
 
 def read_qrels(folder: Path) -> dict[str, set[str]]:
     """Query id -> the chunks graded >= 1 in the folder's ``qrels_*.trec`` (``qid 0 chunk grade`` lines)."""
     out: dict[str, set[str]] = {}
     for path in sorted(folder.glob("qrels_*.trec")):
-        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        for lineno, line in enumerate(_text(path).splitlines(), 1):
             parts = line.split()
             if not parts:
                 continue
@@ -67,15 +61,23 @@ def read_qrels(folder: Path) -> dict[str, set[str]]:
 
 
 def read_dataset_queries(folder: Path) -> dict[str, dict]:
-    """Query id -> {text, as_of} from ``dataset/queries.jsonl`` when the run folder keeps its dataset."""
+    """Query id -> {text, as_of} from ``dataset/queries.jsonl`` when the run folder keeps its dataset; as_of is
+    ``metadata.as_of``, else ``metadata.query_time`` (the loader's default). BenchError (file:line) on a bad line."""
     path = folder / "dataset" / "queries.jsonl"
     if not path.is_file():
         return {}
     out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            q = json.loads(line)
-            out[str(q.get("_id"))] = {"text": q.get("text"), "as_of": (q.get("metadata") or {}).get("as_of")}
+    for lineno, line in enumerate(_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = parse_json(line)
+        except (ValueError, RecursionError) as exc:
+            raise BenchError(f"{path}:{lineno}: not valid JSON ({json_error(exc)})") from None
+        meta = (q.get("metadata") or {}) if isinstance(q, dict) else None
+        if not isinstance(meta, dict):
+            raise BenchError(f"{path}:{lineno}: expected an object with '_id', 'text' and an object 'metadata'")
+        out[str(q.get("_id"))] = {"text": q.get("text"), "as_of": meta.get("as_of", meta.get("query_time"))}
     return out
 
 
@@ -84,8 +86,8 @@ def hit_labels(rec: dict, relevant: set[str], stored: dict | None = None) -> tup
     sets, ``stored`` being the query's line) or "flags" (hit 1 from the flags, the rest from the qrels))."""
     ranked = rec["ranked"][:TOP]
     given = rec.get("labels")
-    if isinstance(given, list):
-        return "".join(LABELS.get(lab, "o") for lab in given[:TOP]).ljust(len(ranked), "o"), "run"
+    if isinstance(given, list):  # read_run_rows checked: one label of HIT_LABELS per hit
+        return "".join(LABELS[lab] for lab in given[:TOP]), "run"
     if stored is not None:
         return "".join(LABELS[stored_queries.label_of(str(c), stored)] for c in ranked), "stored"
     first = "c" if rec.get("correct") else "s" if rec.get("stale") else "r" if rec.get("rumor") else "o"
@@ -115,14 +117,14 @@ def drill_data(folder: Path, systems: list[str], dataset_sha256: str | None = No
             missing.append(system)
             continue
         present.append(system)
-        _, rows = read_run_file(path)
+        _, rows = read_run_rows(path)
         for rec in rows:
             qid = rec["query_id"]
             q = queries.get(qid)
             if q is None:
                 ds = stored.get(qid) or dataset.get(qid, {})
                 q = queries[qid] = {"split": rec.get("split"), "category": rec.get("category"),
-                                    "text": rec.get("text", ds.get("text")), "as_of": rec.get("as_of", ds.get("as_of")),
+                                    "text": rec.get("text") or ds.get("text"), "as_of": rec.get("as_of") or ds.get("as_of"),
                                     "hits": {}}
                 order.append(qid)
             ranked = [str(c) for c in rec["ranked"][:TOP]]

@@ -20,10 +20,7 @@ def has_bins(metrics: dict, systems: list[str]) -> bool:
 
 
 def reliability_png(metrics: dict, systems: list[str]) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure  # after the backend: no display needed
+    from matplotlib.figure import Figure  # a bare Figure's savefig needs no pyplot, so no backend is chosen
 
     drawn = [s for s in systems if isinstance(metrics["systems"][s].get(SPLIT, {}).get("ece_bins"), dict)]
     nrows = math.ceil(len(drawn) / NCOLS)

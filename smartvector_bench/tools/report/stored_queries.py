@@ -26,7 +26,7 @@ from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.dataset import Dataset, load_dataset
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results.base import read_json
-from smartvector_bench.core.run import _as_of_text
+from smartvector_bench.core.run import as_of_text
 
 FILE = "queries.jsonl"
 FORMAT = "smartvector-bench drill-down queries"
@@ -46,7 +46,7 @@ def query_lines(ds: Dataset) -> list[dict]:
     q, ids = ds.queries, ds.corpus.ids
     out = []
     for i, qid in enumerate(q.ids):
-        rec = {"query_id": str(qid), "text": q.texts[i], "as_of": _as_of_text(q, i)}
+        rec = {"query_id": str(qid), "text": q.texts[i], "as_of": as_of_text(q, i)}
         for key, rag in zip(SETS, (q.relevant, q.stale, q.rumor)):
             rec[key] = [ids[int(r)] for r in rag.row(i) if r >= 0]
         out.append(rec)
@@ -74,22 +74,35 @@ def _dataset_config(metrics: dict, where: str) -> dict:
     return cfg
 
 
+def _load(folder: Path, cfg: dict, work: Path, where: str) -> tuple[Dataset, str]:
+    """The dataset and its source; any failure a BenchError naming ``where`` (metrics.json) and the config key."""
+    try:
+        if (folder / "dataset" / "queries.jsonl").is_file():
+            return load_dataset(folder / "dataset"), "the run folder's dataset/"
+        if cfg.get("path"):
+            return load_dataset(cfg["path"]), f"dataset.path={cfg['path']}"
+        write_from_config(cfg, work / "dataset", overwrite=True)
+        return load_dataset(work / "dataset"), "the dataset regenerated from metrics.json's config"
+    except BenchError as exc:  # names the dataset key or file already; say which run it was
+        raise BenchError(f"{where}: provenance.config: {exc}") from None
+    except KeyError as exc:  # a generator reading a key the recorded config lacks (an older config)
+        key = exc.args[0] if exc.args else "?"
+        raise BenchError(f"{where}: provenance.config.dataset: no key {key!r}; the dataset cannot be "
+                         f"regenerated from this config") from None
+    except (ValueError, TypeError) as exc:
+        raise BenchError(f"{where}: provenance.config.dataset: the dataset cannot be regenerated from this "
+                         f"config ({type(exc).__name__}: {exc})") from None
+
+
 def dataset_of(folder: Path, metrics: dict, work: Path) -> tuple[Dataset, str]:
     """(the run's dataset, where it came from): ``folder/dataset`` if present, else ``dataset.path`` when the
-    config names one, else regenerated from the config into ``work``. BenchError unless its sha256 is the
-    recorded one."""
+    config names one, else regenerated from the config into ``work``. BenchError (naming metrics.json) when it
+    cannot be had or its sha256 is not the recorded one."""
     where = f"{folder / 'metrics.json'}"
     want = (metrics.get("dataset") or {}).get("sha256")
     if not isinstance(want, str) or not want:
         raise BenchError(f"{where}: no dataset.sha256 to check a regenerated dataset against")
-    cfg = _dataset_config(metrics, where)
-    if (folder / "dataset" / "queries.jsonl").is_file():
-        ds, source = load_dataset(folder / "dataset"), "the run folder's dataset/"
-    elif cfg.get("path"):
-        ds, source = load_dataset(cfg["path"]), f"dataset.path={cfg['path']}"
-    else:
-        write_from_config(cfg, work / "dataset", overwrite=True)
-        ds, source = load_dataset(work / "dataset"), "the dataset regenerated from metrics.json's config"
+    ds, source = _load(folder, _dataset_config(metrics, where), work, where)
     if ds.sha256 != want:
         raise BenchError(f"{where}: {source} has dataset sha256 {ds.sha256[:12]}, the run recorded {want[:12]}; "
                          f"refusing to store {FILE} from a different dataset")
@@ -106,8 +119,13 @@ def build(folder: Path, metrics: dict | None = None) -> tuple[str, Dataset, str]
 
 
 def store(folder: Path, command: str) -> dict:
-    """Write ``folder/queries.jsonl`` (atomically) and its sha256 into ``folder/PROVENANCE.json`` ``files``, with
-    ``stored_queries`` saying how; nothing else changes. Returns that ``stored_queries`` entry."""
+    """Write ``folder/queries.jsonl`` and its sha256 into ``folder/PROVENANCE.json`` ``files``, with
+    ``stored_queries`` saying how; nothing else changes. Returns that ``stored_queries`` entry.
+
+    Each file is written atomically, PROVENANCE.json first: a store cut off between the two leaves a provenance
+    naming a queries.jsonl that is missing or has other bytes, which the gate's provenance check fails on (even
+    after ``--write-expected``). The other order would leave an unvouched queries.jsonl that only the manifest
+    catches, and a regenerated manifest would bless it. Storing again completes it."""
     folder = Path(folder)
     prov_path = folder / PROVENANCE
     prov = read_json(prov_path) if prov_path.is_file() else None
@@ -115,12 +133,12 @@ def store(folder: Path, command: str) -> dict:
         raise BenchError(f"{prov_path}: missing or without 'files'; publish the run first")
     text, ds, source = build(folder)
     data = text.encode("utf-8")
-    atomic_write_text(folder / FILE, text)
     prov["files"][FILE] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
     entry = {"command_line": command, "stored_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              "dataset_sha256": ds.sha256, "source": source, "n_queries": len(ds.queries)}
     prov["stored_queries"] = entry
     atomic_write_json(prov_path, prov)
+    atomic_write_text(folder / FILE, text)
     return entry
 
 
