@@ -151,3 +151,15 @@ def test_t1_detail_carries_the_float32_kernel_profile():
     t1 = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T1")
     assert t1["measured"] == pytest.approx(1.3) and t1["verdict"] == "missed"
     assert t1["detail"].endswith("; float32 kernel per batch: blas_products 0.5 s, scan 0.9 s, rescore 0.2 s")
+
+
+def test_provenance_is_taken_before_the_run_writes_its_own_files(tmp_path, monkeypatch):
+    """Otherwise git sees the bench's freshly written (tracked) result files and records every run as dirty."""
+    from smartvector_bench.tools.perf import runner
+
+    seen = []
+    monkeypatch.setattr(runner, "provenance", lambda cfg: seen.append(sorted(p.name for p in tmp_path.iterdir()))
+                        or {"git": {"sha": "x", "dirty": False}})
+    runner.write_results(tmp_path, {"profile": "quick"}, [], 1.0)
+    assert seen == [[]]
+    assert (tmp_path / "PROVENANCE.json").is_file() and (tmp_path / "perf.md").is_file()

@@ -99,11 +99,12 @@ def write_results(out_dir: str | Path, cfg: dict, runs: list[Row], wall_s: float
         "perf.md": render_markdown(summary, targets, cfg, machine=(provenance_override or {}).get("machine")
                                    or machine_info()),
     }
-    for name, text in files.items():
-        atomic_write_text(out_dir / name, text)
+    # provenance first: the git status must not see this run's own output files as changes
     prov = dict(provenance_override) if provenance_override else {**provenance(cfg), "schema_version": SCHEMA_VERSION, "profile": cfg.get("profile"),
             "seed": int(cfg.get("seed", 0)), "wall_seconds": round(wall_s, 1), "datasets": datasets or [],
             "machine": machine_info()}
+    for name, text in files.items():
+        atomic_write_text(out_dir / name, text)
     prov["files"] = {name: {"bytes": len(text.encode()), "sha256": hashlib.sha256(text.encode()).hexdigest()}
                      for name, text in files.items()}
     atomic_write_json(out_dir / "PROVENANCE.json", prov)
