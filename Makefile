@@ -55,7 +55,7 @@ claims: install
 	$(PY) paper_figures/claims.py --write-readme
 
 .PHONY: bench bench-quick
-## Performance at 10K to 1M vectors into results/perf/ (about 40 min on 2 cores), then its figure.
+## Performance at 10K to 1M vectors into results/perf/ (about 45 min on 2 cores), then its figure.
 bench: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=full out_dir=results/perf
 	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
