@@ -28,6 +28,9 @@ a preset named explicitly that is missing or incomplete is an error (exit 1). ``
 ``--store-queries main,main_large,handbook`` reruns nothing: it writes ``queries.jsonl`` into each already
 published run folder from its dataset regenerated from the recorded config (refused unless the sha256 is the
 recorded one) and adds it to that folder's ``PROVENANCE.json``; metrics.json and the run files stay as they are.
+``--store-signals main`` likewise writes ``signals.jsonl`` (the four-signal systems' per-hit signals of the stored
+hits, recomputed with the recorded embedder and refused unless they fuse to every stored score;
+``tools/report/stored_signals.py``); a fresh main-kind run gets it from its own run files' signals.
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import git_sha, package_versions
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
 from smartvector_bench.tools.gate.rerun import RERUN_ENV, Rerun, add_rerun_options, rerun_many
-from smartvector_bench.tools.report import stored_queries
+from smartvector_bench.tools.report import stored_queries, stored_signals
 
 PROG = "publish"
 PUBLISH_SCHEMA = "1.0"
@@ -119,6 +122,12 @@ def collect_run_files(name: str, run_dir: Path) -> dict[str, bytes]:
             files[stored_queries.FILE] = stored_queries.build(run_dir, result)[0].encode("utf-8")
         except BenchError as exc:
             raise PublishError(f"{name}: {stored_queries.FILE}: {exc}") from None
+        try:  # and the four-signal systems' signals, checked against their scores like --store-signals
+            text = stored_signals.from_run_files(run_dir, result)
+        except BenchError as exc:
+            raise PublishError(f"{name}: {stored_signals.FILE}: {exc}") from None
+        if text is not None:
+            files[stored_signals.FILE] = text.encode("utf-8")
     for fname, data in files.items():  # every run file of main carries its own _meta provenance line
         if fname.endswith(".jsonl"):
             first = data.split(b"\n", 1)[0]
@@ -264,39 +273,48 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                          "for the report's drill-down) from the dataset regenerated from the folder's recorded "
                          "config, refused unless its sha256 is the recorded one; reruns nothing and changes no "
                          "metric (alone, it implies --only none --sweeps none)")
+    ap.add_argument("--store-signals", action="append", metavar="NAMES",
+                    help=f"like --store-queries, for {stored_signals.FILE}: the per-hit signals of the stored hits "
+                         "of the four-signal systems, recomputed (dataset regenerated, recorded embedder and "
+                         "configs), refused unless they fuse to every stored score within 1e-5")
     add_rerun_options(ap, keep_help="run into DIR and keep the full run folders",
                       set_help="extra Hydra override for every rerun (testing; recorded in the command)")
     return ap.parse_args(argv)
 
 
-def store_queries(names: list[str], results_dir: Path, command: str) -> list[str]:
-    """``--store-queries``: write each folder's queries.jsonl; returns the names that failed (one line each)."""
-    failures = []
+def store_side_files(names: list[str], results_dir: Path, command: str, module=stored_queries) -> list[str]:
+    """``--store-queries`` / ``--store-signals`` (``module``): write each folder's side file; returns the names
+    that failed (one line each)."""
+    failures, flag = [], "--store-queries" if module is stored_queries else "--store-signals"
     for name in names:
         folder = results_dir / name
         try:
             if not (folder / "metrics.json").is_file():
                 raise BenchError(f"{rel(folder / 'metrics.json')}: not found; publish {name} first")
-            entry = stored_queries.store(folder, command)
+            entry = module.store(folder, command)
         except (BenchError, OSError) as exc:
             failures.append(name)
-            print(f"{PROG}: --store-queries {name}: {exc}", file=sys.stderr)
+            print(f"{PROG}: {flag} {name}: {exc}", file=sys.stderr)
             continue
-        print(f"{name}: stored {entry['n_queries']} queries in {rel(folder / stored_queries.FILE)} from "
-              f"{entry['source']} (dataset sha256 {entry['dataset_sha256'][:12]}, as recorded)", flush=True)
+        what = (f"{entry['n_queries']} queries" if module is stored_queries else
+                f"{entry['n_lines']} (system, query) lines of {', '.join(entry['systems'])}")
+        print(f"{name}: stored {what} in {rel(folder / module.FILE)} from {entry['source']} (dataset sha256 "
+              f"{entry['dataset_sha256'][:12]}, as recorded)", flush=True)
     return failures
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    store = _split(args.store_queries)
-    bad = [n for n in store if n not in EXPERIMENTS or EXPERIMENTS[n].kind != "main"]
-    if bad:
-        allowed = ", ".join(n for n, e in EXPERIMENTS.items() if e.kind == "main")
-        print(f"{PROG}: error: --store-queries: {bad[0]!r} is not a main-kind experiment; allowed: {allowed}",
-              file=sys.stderr)
-        return 2
-    if store and not args.only:  # storing alone reruns nothing
+    store, store_sig = _split(args.store_queries), _split(args.store_signals)
+    for flag, given_names in (("--store-queries", store), ("--store-signals", store_sig)):
+        bad = [n for n in given_names if n not in EXPERIMENTS or EXPERIMENTS[n].kind != "main"]
+        if bad:
+            allowed = ", ".join(n for n, e in EXPERIMENTS.items() if e.kind == "main")
+            print(f"{PROG}: error: {flag}: {bad[0]!r} is not a main-kind experiment; allowed: {allowed}",
+                  file=sys.stderr)
+            return 2
+    store_any = store or store_sig
+    if store_any and not args.only:  # storing alone reruns nothing
         args.only, args.sweeps = ["none"], args.sweeps or ["none"]
     only = _split(args.only)
     if only == ["none"]:
@@ -319,10 +337,11 @@ def main(argv: list[str] | None = None) -> int:
         sweeps = sweeps_arg
 
     failures: list[str] = []
-    if store:
+    if store_any:
         given = argv if argv is not None else sys.argv[1:]
-        failures += store_queries(store, args.results_dir,
-                                  shlex.join(["python", "-m", "smartvector_bench.tools.publish", *given]))
+        command = shlex.join(["python", "-m", "smartvector_bench.tools.publish", *given])
+        failures += store_side_files(store, args.results_dir, command)
+        failures += store_side_files(store_sig, args.results_dir, command, stored_signals)
     if names:
         tmp = None if args.keep else tempfile.mkdtemp(prefix="svb-publish-")
         workdir = args.keep or Path(tmp)
@@ -361,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{PROG}: {exc}", file=sys.stderr)
             continue
         print(f"{preset}: published {len(prov['files'])} sweep files to {rel(args.results_dir / preset)}")
-    if not names and not sweeps and not store:
+    if not names and not sweeps and not store_any:
         print("nothing to publish (no experiment chosen and no sweep folder found)")
     if failures:
         print(f"{PROG}: not published: {', '.join(failures)}", file=sys.stderr)

@@ -7,7 +7,8 @@ checked) every hit is labelled from its stored sets and text and as_of come from
 without it, hit 1 is labelled from the flags, hits 2-10 "correct" where the folder's stored qrels grade the chunk
 >= 1 (the evaluator's relevant set) and "other" otherwise, and the page says so (``per_hit_labels`` False).
 Text and as_of come from the run line (``text``, ``as_of``), else ``queries.jsonl``, else ``dataset/queries.jsonl``.
-The signals come from run files only (``has_signals``). Run files are read by ``core.run.read_run_rows`` (the
+The signals come from the run file, else from the folder's ``signals.jsonl`` (``stored_signals``: recomputed for
+the stored hits and checked to fuse to the stored scores; ``stored_signals`` True, ``signals_source`` its source). Run files are read by ``core.run.read_run_rows`` (the
 format and every line's labels and signals checked); any malformed input is a BenchError naming file:line.
 
 The JSON is compact: chunk ids are indexes into one list per run, labels one letter per hit, floats rounded.
@@ -21,7 +22,7 @@ from pathlib import Path
 from smartvector_bench.core.dataset.read import decode_utf8, json_error, parse_json
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import read_run_rows
-from smartvector_bench.tools.report import stored_queries
+from smartvector_bench.tools.report import stored_queries, stored_signals
 
 TOP = 10
 DIGITS = 3  # the page shows three decimals
@@ -102,15 +103,27 @@ def _signals(rec: dict, n: int) -> dict | None:
     return {k: [_round(x) for x in (sig.get(k) or [])[:n]] for k in SIGNALS if sig.get(k) is not None}
 
 
+def _side_signals(side: dict, system: str, rec: dict, n: int, path: Path) -> dict | None:
+    """The query's signals from ``signals.jsonl`` (None without a line); BenchError if its hits are not the run's."""
+    line = side.get((system, str(rec["query_id"])))
+    if line is None:
+        return None
+    if [str(c) for c in line["ranked"]] != [str(c) for c in rec["ranked"]]:
+        raise BenchError(f"{path}: {system} query {rec['query_id']}: its ranked hits are not "
+                         f"run_{system}.jsonl's; store it again (publish --store-signals)")
+    return _signals(line, n)
+
+
 def drill_data(folder: Path, systems: list[str], dataset_sha256: str | None = None) -> dict:
     """The embedded drill-down of one run folder (see the module docstring); systems without a run file are
     listed in ``missing``. ``dataset_sha256`` (metrics.json's) must be ``queries.jsonl``'s when that is given."""
     relevant, dataset = read_qrels(folder), read_dataset_queries(folder)
     stored = stored_queries.read(folder, dataset_sha256) or {}
+    side, side_source = stored_signals.read(folder, dataset_sha256) or ({}, None)
     index: dict[str, int] = {}  # chunk id -> its position in the run's chunk list
     queries: dict[str, dict] = {}
     order: list[str] = []
-    present, missing, sources, has_signals = [], [], set(), False
+    present, missing, sources, has_signals, from_side = [], [], set(), False, False
     for system in systems:
         path = folder / f"run_{system}.jsonl"
         if not path.is_file():
@@ -133,10 +146,14 @@ def drill_data(folder: Path, systems: list[str], dataset_sha256: str | None = No
             ids = [index.setdefault(c, len(index)) for c in ranked]
             hit = {"c": ids, "s": [_round(x) for x in (rec.get("scores") or [])[:TOP]], "l": labels}
             sig = _signals(rec, len(ranked))
+            if not sig and side and (sig := _side_signals(side, system, rec, len(ranked),
+                                                                    folder / stored_signals.FILE)):
+                from_side = True
             if sig:
                 hit["g"], has_signals = sig, True
             q["hits"][system] = hit
     chunks = sorted(index, key=index.get)
     return {"systems": present, "missing": missing, "chunks": chunks, "order": order, "queries": queries,
             "per_hit_labels": "flags" not in sources and bool(present), "stored_queries": "stored" in sources,
-            "has_signals": has_signals, "signals": list(SIGNALS)}
+            "has_signals": has_signals, "signals": list(SIGNALS), "stored_signals": from_side,
+            "signals_source": side_source if from_side else None}

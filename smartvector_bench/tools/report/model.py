@@ -110,6 +110,7 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
                     for q in data["order"]],
         "per_hit_labels": data["per_hit_labels"], "stored_queries": data["stored_queries"],
         "has_signals": data["has_signals"], "missing_runs": data["missing"],
+        "stored_signals": data["stored_signals"], "signals_source": data["signals_source"],
         "provenance": {"dataset_sha256": d["sha256"], "git_sha": (prov.get("git") or {}).get("sha"),
                        "git_dirty": (prov.get("git") or {}).get("dirty"), "packages": prov.get("packages") or {},
                        "config_sha256": prov.get("config_sha256"), "command": pfile.get("command_line"),

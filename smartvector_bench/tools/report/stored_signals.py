@@ -1,0 +1,201 @@
+"""``signals.jsonl`` beside a run folder's ``metrics.json``: the four signals of every stored hit of the systems
+whose score is the four-signal fusion (the gate's ``runfile.FUSED``: SmartVector and its variants, KGSmartVector),
+for run files of format 1.0, which hold none, so the report's drill-down can show them without a rerun.
+
+The signals are those of the STORED ranked lists: the dataset regenerated as ``stored_queries`` does (sha256
+checked), embedded with the recorded embedder (``provenance.config.embedder``), each system built from its
+recorded config, indexed and searched as experiments/main.py does (the same state), then ``hit_signals`` on the
+run file's ranked ids and the queries' as_of. This host's embeddings may differ from the run's in the last float32
+bits, so nothing is stored unless, for every hit, the signals fused with the system's configured weights give the
+run file's stored score within ``runfile.FUSION_TOL`` (the gate's ``fusion_rows``). A run made with 1.1 run files
+(``make results``) gets the file from the run files' own signals, under the same check (:func:`from_run_files`).
+
+Line 1 is ``{"_meta": {...}}``; then one compact line per (system, query): ``system``, ``query_id``, ``ranked``
+(as in the run file) and ``signals`` (``core.run.SIGNAL_KEYS`` -> one value per hit, rounded to 6 places).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.results.base import read_json
+from smartvector_bench.core.run import SIGNAL_KEYS, json_number, read_run_rows
+from smartvector_bench.tools.gate.runfile import FUSED, FUSION_TOL, fusion_rows
+from smartvector_bench.tools.report import stored_queries
+
+FILE = "signals.jsonl"
+FORMAT = "smartvector-bench drill-down signals"
+VERSION = "1.0"
+PROVENANCE = "PROVENANCE.json"
+# a recorded config from before ``_target_`` (``kind``, results/main's): the class each kind named then
+KINDS = {"smartvector": "smartvector_bench.systems.smartvector.retriever.SmartVector",
+         "kg_smartvector": "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector"}
+
+
+def retriever_config(node) -> dict | None:
+    """The recorded config of one system with its ``_target_`` (a legacy ``kind`` translated by :data:`KINDS`)."""
+    if not isinstance(node, dict):
+        return None
+    node = dict(node)
+    if "_target_" not in node and node.get("kind") in KINDS:
+        node["_target_"] = KINDS[node.pop("kind")]
+    return node
+
+
+def fused_systems(metrics: dict, folder: Path) -> dict[str, dict]:
+    """System -> its config, for the folder's systems with a run file whose score is the four-signal fusion."""
+    cfg = ((metrics.get("provenance") or {}).get("config") or {}).get("retrievers") or {}
+    out = {}
+    for name in metrics.get("systems") or {}:
+        node = retriever_config(cfg.get(name))
+        if node is not None and node.get("_target_") in FUSED and (folder / f"run_{name}.jsonl").is_file():
+            out[name] = node
+    return out
+
+
+def check(folder: Path, system: str, lines: list[dict], cfg: dict) -> None:
+    """BenchError unless every hit's signals fuse to the run file's stored score (the gate's ``fusion_rows``)."""
+    rows = fusion_rows(folder.name, system, lines, cfg)
+    bad = [r for r in rows if not r.ok or r.got == "not checked"]
+    if not rows or bad:
+        why = bad[0].note if bad else "no signals"
+        raise BenchError(f"{folder / f'run_{system}.jsonl'}: the signals do not reproduce the stored scores "
+                         f"within {FUSION_TOL:g} ({why}); refusing to store {FILE}")
+
+
+def _computed(folder: Path, metrics: dict, systems: dict[str, dict], ds) -> dict[str, list[dict]]:
+    """Per system, the run file's rows with ``signals`` from the rebuilt system (see the module docstring)."""
+    from smartvector_bench.core.embedding import build_embedder
+    from smartvector_bench.systems import build_retriever
+
+    cfg = (metrics.get("provenance") or {}).get("config") or {}
+    embedder = build_embedder(dict(cfg.get("embedder") or {}))
+    corpus, queries = ds.corpus, ds.queries
+    corpus_vecs, query_vecs = embedder.encode(corpus.texts), embedder.encode(queries.texts)
+    serve_time = float(queries.query_time.min())  # as experiments/main.py: consolidation just before query 1
+    k = int((metrics.get("experiment") or {}).get("k") or 10)
+    row_of = {qid: i for i, qid in enumerate(queries.ids)}
+    out = {}
+    for name, node in systems.items():
+        path = folder / f"run_{name}.jsonl"
+        _, rows = read_run_rows(path)
+        ranked = np.full((len(queries), k), -1, dtype=np.int64)
+        for rec in rows:
+            if rec["query_id"] not in row_of or len(rec["ranked"]) > k:
+                raise BenchError(f"{path}: query {rec['query_id']!r}: not a query of the dataset or more than "
+                                 f"{k} hits")
+            for r, cid in enumerate(rec["ranked"]):
+                if cid not in corpus.index_of:
+                    raise BenchError(f"{path}: query {rec['query_id']!r}: unknown chunk id {cid!r}")
+                ranked[row_of[rec["query_id"]], r] = corpus.index_of[cid]
+        retriever = build_retriever(name, node)
+        retriever.index(corpus, corpus_vecs, serve_time)
+        retriever.search(query_vecs, queries.as_of, k, texts=queries.texts)  # the state hit_signals reads after
+        sig = retriever.hit_signals(query_vecs, queries.as_of, ranked)
+        out[name] = [{**rec, "signals": {key: [json_number(sig[n][row_of[rec["query_id"]], r])
+                                                for r in range(len(rec["ranked"]))]
+                                          for key, n in SIGNAL_KEYS.items()}} for rec in rows]
+    return out
+
+
+def render(per_system: dict[str, list[dict]], dataset_sha256: str, source: str) -> str:
+    meta = {"format": FORMAT, "version": VERSION, "dataset_sha256": dataset_sha256, "systems": list(per_system),
+            "source": source, "signals": list(SIGNAL_KEYS),
+            "check": "every hit's signals fused with the system's configured weights give the run file's score "
+                     "within 1e-5 (gate runfile.fusion_rows)"}
+    lines = [json.dumps({"_meta": meta}, ensure_ascii=False, sort_keys=True)]
+    lines += [json.dumps({"system": name, "query_id": rec["query_id"], "ranked": rec["ranked"],
+                          "signals": rec["signals"]}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+              for name, rows in per_system.items() for rec in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _checked(folder: Path, systems: dict[str, dict], per_system: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    if not per_system:
+        raise BenchError(f"{folder / 'metrics.json'}: no four-signal system with a run file; nothing to store")
+    for name, lines in per_system.items():
+        check(folder, name, lines, systems[name])
+    return per_system
+
+
+def build(folder: Path, metrics: dict | None = None) -> tuple[str, dict]:
+    """(the file's text, a summary) recomputed from the dataset and the embedder (the module docstring)."""
+    folder = Path(folder)
+    metrics = read_json(folder / "metrics.json") if metrics is None else metrics
+    systems = fused_systems(metrics, folder)
+    with tempfile.TemporaryDirectory(prefix="svb-signals-") as tmp:
+        ds, source = stored_queries.dataset_of(folder, metrics, Path(tmp))
+        per = _checked(folder, systems, _computed(folder, metrics, systems, ds) if systems else {})
+    how = f"recomputed: {source}, embedded with {(metrics.get('embedder') or '?')}, hit_signals on the stored hits"
+    return render(per, ds.sha256, how), {"systems": list(per), "dataset_sha256": ds.sha256, "source": how,
+                                         "n_lines": sum(len(v) for v in per.values())}
+
+
+def from_run_files(folder: Path, metrics: dict) -> str | None:
+    """The file from a finished run's 1.1 run files' own signals (same check); None when they carry none."""
+    folder = Path(folder)
+    systems = fused_systems(metrics, folder)
+    rows = {n: read_run_rows(folder / f"run_{n}.jsonl")[1] for n in systems}
+    per = {n: r for n, r in rows.items() if r and all(isinstance(x.get("signals"), dict) for x in r)}
+    if not per:
+        return None
+    return render(_checked(folder, systems, per), (metrics.get("dataset") or {}).get("sha256"),
+                  "the run files' own signals")
+
+
+def store(folder: Path, command: str) -> dict:
+    """Write ``folder/signals.jsonl`` and record it in ``PROVENANCE.json`` (``files`` and ``stored_signals``),
+    PROVENANCE.json first, as ``stored_queries.store`` does (and for its reason). Nothing is written on refusal."""
+    folder = Path(folder)
+    prov_path = folder / PROVENANCE
+    prov = read_json(prov_path) if prov_path.is_file() else None
+    if not isinstance(prov, dict) or not isinstance(prov.get("files"), dict):
+        raise BenchError(f"{prov_path}: missing or without 'files'; publish the run first")
+    text, summary = build(folder)
+    data = text.encode("utf-8")
+    prov["files"][FILE] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
+    entry = {"command_line": command, "stored_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **summary}
+    prov["stored_signals"] = entry
+    atomic_write_json(prov_path, prov)
+    atomic_write_text(folder / FILE, text)
+    return entry
+
+
+def read(folder: Path, dataset_sha256: str | None = None) -> tuple[dict[tuple[str, str], dict], str] | None:
+    """((system, query id) -> {ranked, signals}, the file's source) of ``folder/signals.jsonl``; None without it.
+    BenchError (file:line) on a malformed line or a dataset sha256 other than the run's."""
+    path = Path(folder) / FILE
+    if not path.is_file():
+        return None
+    out, source = {}, ""
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            raise BenchError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+        if lineno == 1:
+            meta = rec.get("_meta") if isinstance(rec, dict) else None
+            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+                raise BenchError(f"{path}:1: expected a {{\"_meta\": {{\"format\": \"{FORMAT}\", ...}}}} line")
+            if dataset_sha256 and meta.get("dataset_sha256") != dataset_sha256:
+                raise BenchError(f"{path}:1: dataset_sha256 {str(meta.get('dataset_sha256'))[:12]} is not the "
+                                 f"run's {dataset_sha256[:12]}; store it again (publish --store-signals)")
+            source = str(meta.get("source") or "")
+            continue
+        sig = rec.get("signals") if isinstance(rec, dict) else None
+        if not isinstance(sig, dict) or not isinstance(rec.get("ranked"), list) or set(sig) != set(SIGNAL_KEYS) \
+                or any(not isinstance(v, list) or len(v) != len(rec["ranked"]) for v in sig.values()):
+            raise BenchError(f"{path}:{lineno}: expected system, query_id, ranked and signals "
+                             f"({', '.join(SIGNAL_KEYS)}: one value per hit)")
+        out[(str(rec.get("system")), str(rec.get("query_id")))] = rec
+    return out, source
