@@ -87,8 +87,10 @@ def test_every_system_has_a_filter_a_category_row_and_a_drill_down(main_page):
     options = section.one("select", cls="query-select").find("option")
     assert len(options) == mm.dataset["n_queries"]
     assert section.one("div", cls="query-detail")
-    # the committed run files are the old kind (1.0): text, as_of and every hit's label come from queries.jsonl
-    assert "from the folder's queries.jsonl" in section.text and "need a run file made after" in section.text
+    # the committed run files are the old kind (1.0): text, as_of and every hit's label come from queries.jsonl,
+    # the four-signal systems' signals from signals.jsonl
+    assert "from the folder's queries.jsonl" in section.text and "need a run file made after" not in section.text
+    assert "come from the folder's signals.jsonl" in section.text
     assert "need a run file written with per-hit labels" not in section.text
     prov = section.one("section", cls="provenance")
     assert mm.dataset["sha256"] in prov.text and mm.provenance["git"]["sha"] in prov.text
