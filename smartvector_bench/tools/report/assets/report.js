@@ -108,7 +108,7 @@
       const h = q.hits[system];
       if (!h) continue;
       const signals = h.g ? run.signals.filter((s) => h.g[s]) : [];
-      const table = el("table", { class: "hits", "data-system": system });
+      const table = el("table", { class: signals.length ? "hits with-signals" : "hits", "data-system": system });
       table.hidden = !shown.has(system);
       table.appendChild(el("caption", {}, system));
       const head = el("tr", {});
