@@ -208,24 +208,21 @@ def page_model(path: Path) -> tuple[dict, dict]:
     path = Path(path)
     kind = kind_of(path)
     runs, sweeps, data, claims, figures, other = [], [], {}, None, [], []
-    if kind == "run":
-        section, data[path.name] = run_model(path, path.name)
-        runs.append(section)
-    elif kind == "sweep":
-        sweeps.append(sweep_model(path, path.name))
-    else:
+    if kind == "results":
         subs = sorted((p for p in path.iterdir() if p.is_dir() and not p.name.startswith(".")),
                       key=lambda p: (RUN_FIRST.index(p.name) if p.name in RUN_FIRST else len(RUN_FIRST), p.name))
-        for sub in subs:
-            what = _sub_kind(sub)
-            if what == "run":
-                section, data[sub.name] = run_model(sub, sub.name)
-                runs.append(section)
-            elif what == "sweep":
-                sweeps.append(sweep_model(sub, sub.name))
-            else:
-                other.append(sub.name)
+        folders = [(sub, _sub_kind(sub)) for sub in subs]
         claims, figures = claims_model(path), figures_model(path)
+    else:
+        folders = [(path, kind)]
+    for folder, what in folders:
+        if what == "run":
+            section, data[folder.name] = run_model(folder, folder.name)
+            runs.append(section)
+        elif what == "sweep":
+            sweeps.append(sweep_model(folder, folder.name))
+        else:
+            other.append(folder.name)
     titles = {"run": f"run {path.name}", "sweep": f"sweep {path.name}", "results": f"{path.name}/"}
     model = {"kind": kind, "title": f"smartvector-bench report: {titles[kind]}", "source": str(path),
              "runs": runs, "sweeps": sweeps, "claims": claims, "figures": figures, "other": other}

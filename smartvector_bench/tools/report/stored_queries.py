@@ -142,13 +142,11 @@ def store(folder: Path, command: str) -> dict:
     return entry
 
 
-def read(folder: Path, dataset_sha256: str | None = None) -> dict[str, dict] | None:
-    """Query id -> stored line (with ``_sets``: the three sets as Python sets) of ``folder/queries.jsonl``; None
-    without the file. BenchError (file:line) on a malformed line or a dataset sha256 other than the run's."""
-    path = Path(folder) / FILE
-    if not path.is_file():
-        return None
-    out: dict[str, dict] = {}
+def side_lines(path: Path, fmt: str, dataset_sha256: str | None, option: str):
+    """Yields ``(lineno, record)`` of a stored side file (this module's, ``stored_signals``'): line 1 is its
+    ``_meta`` (format ``fmt``; its ``dataset_sha256`` must be the run's when given), yielded as ``(1, meta)``;
+    blank lines skipped. BenchError (file:line) on a line that is not JSON or a wrong first line; ``option``
+    names the publish option that stores the file again."""
     for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue
@@ -158,11 +156,23 @@ def read(folder: Path, dataset_sha256: str | None = None) -> dict[str, dict] | N
             raise BenchError(f"{path}:{lineno}: not a JSON line ({exc})") from None
         if lineno == 1:
             meta = rec.get("_meta") if isinstance(rec, dict) else None
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-                raise BenchError(f"{path}:1: expected a {{\"_meta\": {{\"format\": \"{FORMAT}\", ...}}}} line")
+            if not isinstance(meta, dict) or meta.get("format") != fmt:
+                raise BenchError(f"{path}:1: expected a {{\"_meta\": {{\"format\": \"{fmt}\", ...}}}} line")
             if dataset_sha256 and meta.get("dataset_sha256") != dataset_sha256:
                 raise BenchError(f"{path}:1: dataset_sha256 {str(meta.get('dataset_sha256'))[:12]} is not the "
-                                 f"run's {dataset_sha256[:12]}; store it again (publish --store-queries)")
+                                 f"run's {dataset_sha256[:12]}; store it again (publish {option})")
+        yield lineno, (meta if lineno == 1 else rec)
+
+
+def read(folder: Path, dataset_sha256: str | None = None) -> dict[str, dict] | None:
+    """Query id -> stored line (with ``_sets``: the three sets as Python sets) of ``folder/queries.jsonl``; None
+    without the file. BenchError (file:line) on a malformed line or a dataset sha256 other than the run's."""
+    path = Path(folder) / FILE
+    if not path.is_file():
+        return None
+    out: dict[str, dict] = {}
+    for lineno, rec in side_lines(path, FORMAT, dataset_sha256, "--store-queries"):
+        if lineno == 1:
             continue
         if not isinstance(rec, dict) or not isinstance(rec.get("query_id"), str) \
                 or not all(isinstance(rec.get(s), list) for s in SETS):

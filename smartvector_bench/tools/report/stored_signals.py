@@ -176,21 +176,9 @@ def read(folder: Path, dataset_sha256: str | None = None) -> tuple[dict[tuple[st
     if not path.is_file():
         return None
     out, source = {}, ""
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError as exc:
-            raise BenchError(f"{path}:{lineno}: not a JSON line ({exc})") from None
+    for lineno, rec in stored_queries.side_lines(path, FORMAT, dataset_sha256, "--store-signals"):
         if lineno == 1:
-            meta = rec.get("_meta") if isinstance(rec, dict) else None
-            if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-                raise BenchError(f"{path}:1: expected a {{\"_meta\": {{\"format\": \"{FORMAT}\", ...}}}} line")
-            if dataset_sha256 and meta.get("dataset_sha256") != dataset_sha256:
-                raise BenchError(f"{path}:1: dataset_sha256 {str(meta.get('dataset_sha256'))[:12]} is not the "
-                                 f"run's {dataset_sha256[:12]}; store it again (publish --store-signals)")
-            source = str(meta.get("source") or "")
+            source = str(rec.get("source") or "")
             continue
         sig = rec.get("signals") if isinstance(rec, dict) else None
         if not isinstance(sig, dict) or not isinstance(rec.get("ranked"), list) or set(sig) != set(SIGNAL_KEYS) \
