@@ -165,6 +165,27 @@ def calibrate(run: Run, correct: np.ndarray, queries, s: MainSettings) -> dict:
             for m in CALIBRATION_METHODS}
 
 
+def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings) -> tuple[dict, dict, dict, dict]:
+    """Everything metrics.json holds about the ranked lists, from the runs alone: each system's judgments, its
+    metrics per split (paired tests against ``s.baseline`` when it ran), its calibration, and the power analysis.
+    The gate replays committed run files through it (``tools/gate/host_noise.replay``)."""
+    baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
+    judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
+    baseline_correct = judged[baseline]["correct"] if baseline in runs else None
+    results = {}
+    for name, r in tqdm(runs.items(), desc="evaluate", disable=not s.progress, leave=False):
+        results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
+                                               n_boot=s.n_boot, seed=s.bootstrap_seed, n_bins=s.ece_bins,
+                                               windows=(corpus.valid_from, corpus.valid_to),
+                                               n_permutations=s.n_permutations, judged=judged[name])
+                         for split in SPLITS}
+    calibration = {name: calibrate(r, judged[name]["correct"], queries, s) for name, r in runs.items()}
+    power_ref = s.power_reference
+    power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
+    power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
+    return judged, results, calibration, power
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     """The whole experiment as a plain function (the Hydra entry point only resolves the config)."""
     out_dir = Path(out_dir)
@@ -206,19 +227,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             signals[name] = retriever.hit_signals(query_vecs, queries.as_of, run_.ranked)
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
-    judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
-    baseline_correct = judged[baseline]["correct"] if baseline in runs else None
-    results = {}
-    for name, r in tqdm(runs.items(), desc="evaluate", disable=not s.progress, leave=False):
-        results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
-                                               n_boot=s.n_boot, seed=s.bootstrap_seed, n_bins=s.ece_bins,
-                                               windows=(corpus.valid_from, corpus.valid_to),
-                                               n_permutations=s.n_permutations, judged=judged[name])
-                         for split in SPLITS}
-    calibration = {name: calibrate(r, judged[name]["correct"], queries, s) for name, r in runs.items()}
-    power_ref = s.power_reference
-    power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
-    power = power_analysis(judged[power_ref]["correct"], queries, "test", reference=power_ref)
+    judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s)
     result = MainMetrics(
         schema_version=SCHEMA_VERSION,
         dataset={"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
