@@ -223,7 +223,7 @@ def test_a_differing_rerun_metric_is_named():
                                      "seeds.tidy[dataset.seed=1,system=smartvector,split=dev].dataset_sha256"]
     assert "6 decimals" in bad[0].note and "log10" in bad[1].note
     assert bad[0].line() == ("seeds.tidy[dataset.seed=1,system=smartvector,split=test].top1 rerun 0.259, "
-                             "committed 0.269 (differs at 6 decimals)")
+                             "committed 0.269 (differs at 6 decimals by more than one unit)")
 
 
 def test_a_rerun_job_or_row_the_committed_sweep_lacks_is_a_miss():

@@ -9,7 +9,7 @@ command line (a swept key given on the command line replaces the preset's list: 
 the command line win), with the task overrides the publication recorded (``tidy.provenance.json``), into a temp
 folder, sharing a private embedding cache (a vector depends on its text alone). ``compare_tidy`` then matches
 each rerun job to the committed job with the same swept values and compares every committed tidy.csv column per
-system and split: metrics at 6 decimals, p-values (``mcnemar_p``, ``permutation_p``) also on a log10 scale,
+system and split: metrics at 6 decimals up to one unit of the last (``paths.same_at_stored_precision``), p-values (``mcnemar_p``, ``permutation_p``) also on a log10 scale,
 n_queries, dataset_sha256 and dataset_seed exactly. Not compared: the job bookkeeping columns, ``git_sha`` and
 ``config_sha256`` (another commit, another cache path). A committed sweep without the rerun job, or a column
 missing from the rerun, is a miss; a preset not published is skipped with a note.
@@ -33,7 +33,7 @@ from typing import Any
 
 from experiments import SWEEPS as SWEEP_PRESETS
 from smartvector_bench.core.metrics import names as M
-from smartvector_bench.tools.gate.paths import P_LOG10_TOL, log10_close
+from smartvector_bench.tools.gate.paths import P_LOG10_TOL, log10_close, same_at_stored_precision
 from smartvector_bench.tools.gate.sweeps import DECIMALS, JOB_COLUMNS, TIDY, TIDY_PROVENANCE, USABLE, Check
 
 P_COLUMNS = M.P_VALUES
@@ -106,8 +106,8 @@ def compare_tidy(preset: str, rerun_rows: list[dict], committed_rows: list[dict]
                 if g is None or w is None:
                     ok, why = g is None and w is None, "empty on one side"
                 else:
-                    ok = round(g, DECIMALS) == round(w, DECIMALS)
-                    why = f"differs at {DECIMALS} decimals"
+                    ok = same_at_stored_precision(g, w)
+                    why = f"differs at {DECIMALS} decimals by more than one unit"
                     if ok and col in P_COLUMNS:
                         ok, why = log10_close(g, w)
                         why = why or f"log10 +/- {P_LOG10_TOL:g}"
