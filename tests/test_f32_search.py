@@ -17,7 +17,10 @@ from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceP
 from smartvector_bench.systems.smartvector.signals.fusion import Weights
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams
 
-from .test_formulas import EXPIRED, _unit, kernel_columns, near_queries, spec_brute
+from .test_formulas import (EXPIRED, _unit, kernel_columns, near_queries, needs_shape_invariant_blas,
+                            spec_brute)
+
+pytestmark = needs_shape_invariant_blas
 
 
 @dataclass

@@ -222,7 +222,9 @@ def _against_committed_runs(name: str, folder: Path, results_root: Path, rows: l
     committed = experiment_dir(results_root, name)
     if EXPERIMENTS[name].kind != "main" or committed is None or _same_dir(committed, folder):
         return []
-    systems = sorted(p.name[len("run_"):-len(".jsonl")] for p in committed.glob("run_*.jsonl"))
+    # a system without a fresh run file is already a miss (the main invariants name it)
+    systems = sorted(p.name[len("run_"):-len(".jsonl")] for p in committed.glob("run_*.jsonl")
+                     if (folder / p.name).is_file())
     if not systems:
         return []
     diffs = host_noise.diff_folders(systems, committed, folder)
