@@ -7,8 +7,10 @@ import copy
 import functools
 import hashlib
 import json
+import os
 import platform
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -118,10 +120,77 @@ def resume_key(config: dict) -> dict:
             "packages_sha256": hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode()).hexdigest()}
 
 
+# The CPU features that torch, numpy and OpenBLAS pick their float kernels by. With the CPU model (its caches set
+# the BLAS blocking, hence the order of a sum) and the kernels each library chose, they decide the last bits of
+# every float32 result: two runs with the same fingerprint and packages give the same bits, two without may
+# differ by rounding (the regression gate compares exactly only in the first case, tools/gate/tolerances.py).
+ISA_FLAGS = ("sse4_2", "avx", "avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512dq", "avx512cd", "avx512bw",
+             "avx512vl", "avx512_vnni", "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8", "asimd",
+             "sve")
+# Environment variables that change which kernels run or how many threads split a sum.
+KERNEL_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+              "MKL_CBWR",
+              "MKL_ENABLE_INSTRUCTIONS", "ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "NPY_DISABLE_CPU_FEATURES")
+
+
+def _cpuinfo() -> dict[str, str]:
+    """The first processor block of /proc/cpuinfo ({} where there is none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for line in text.split("\n\n", 1)[0].splitlines():
+        key, _, value = line.partition(":")
+        out.setdefault(key.strip(), value.strip())
+    return out
+
+
+def machine() -> dict:
+    """What this process's float kernels depend on besides the code and packages (see :data:`ISA_FLAGS`): the
+    CPU, its instruction sets, torch's dispatch level, numpy's SIMD targets, each BLAS and its kernels, and the
+    thread and kernel variables. Imports faiss and torch (every experiment has), so that any two processes list
+    the same libraries."""
+    for lib in ("faiss", "torch"):
+        try:
+            __import__(lib)
+        except ImportError:
+            pass
+    info = _cpuinfo()
+    flags = set((info.get("flags") or info.get("Features") or "").split())
+    out = {"arch": platform.machine(), "vendor": info.get("vendor_id") or info.get("CPU implementer"),
+           "model_name": info.get("model name"),
+           "family_model": [info.get("cpu family"), info.get("model"), info.get("stepping")],
+           "isa": [f for f in ISA_FLAGS if f in flags], "cpus": os.cpu_count(),
+           "env": {k: os.environ[k] for k in KERNEL_ENV if k in os.environ}}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        out["torch_cpu_capability"] = str(torch.backends.cpu.get_cpu_capability())
+    try:
+        from numpy._core import _multiarray_umath as mu
+        out["numpy_simd"] = sorted(f for f in getattr(mu, "__cpu_dispatch__", []) if mu.__cpu_features__.get(f))
+    except (ImportError, AttributeError):
+        pass
+    try:
+        from threadpoolctl import threadpool_info
+        out["blas"] = sorted([Path(i.get("filepath", "")).name, str(i.get("version")), str(i.get("architecture"))]
+                             for i in threadpool_info() if i.get("user_api") == "blas")
+    except ImportError:
+        pass
+    return out
+
+
+def fingerprint(m: dict) -> str:
+    """A short hash of :func:`machine`'s answer, ``cpus`` left out (the kernels run on one thread per process)."""
+    return hashlib.sha256(json.dumps({k: v for k, v in m.items() if k != "cpus"}, sort_keys=True)
+                          .encode()).hexdigest()[:16]
+
+
 def provenance(config: dict) -> dict:
+    m = machine()
     return {"schema_version": SCHEMA_VERSION, "git": git_sha(), "packages": package_versions(),
-            "python": platform.python_version(), "config_sha256": config_sha256(config),
-            "resume_key": resume_key(config), "config": config}
+            "python": platform.python_version(), "machine": m, "machine_fingerprint": fingerprint(m),
+            "config_sha256": config_sha256(config), "resume_key": resume_key(config), "config": config}
 
 
 def header(metrics: dict) -> dict:

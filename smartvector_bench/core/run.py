@@ -76,10 +76,19 @@ def as_of_text(queries: Queries, i: int) -> str:
     return stored if stored is not None else format_iso(from_days(float(queries.as_of[i])))
 
 
-def json_number(x, digits: int = 6) -> float | None:
-    """``x`` rounded, or None when it is not finite: a bare NaN or Infinity is not JSON (strict readers refuse it)."""
+def json_number(x, digits: int | None = 6) -> float | None:
+    """``x`` rounded (``digits=None``: as it is, which JSON round-trips exactly), or None when it is not finite: a
+    bare NaN or Infinity is not JSON (strict readers refuse it)."""
     x = float(x)
-    return round(x, digits) if math.isfinite(x) else None
+    if not math.isfinite(x):
+        return None
+    return x if digits is None else round(x, digits)
+
+
+# Run files keep every score, confidence and signal at full precision: the evaluator then gives the same metrics
+# from the file as from the run in memory (a rounded confidence moves an isotonic map), exact ties stay exact and
+# near ties stay apart, so the regression gate can tell a tie-rule change from float noise (tools/gate/).
+RUN_DIGITS = None
 
 
 def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
@@ -90,7 +99,7 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
     ``stale``, ``rumor``. The query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can
     be run from the file, its ``text`` and ``as_of`` (as queries.jsonl gives it; ISO from the days otherwise).
     ``labels`` (``evaluator.hit_labels``) gives one label per written hit; ``signals`` (``ScoresHits.hit_signals``,
-    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, rounded like the scores. A score or
+    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, at full precision like the scores. A score or
     signal that is not finite is written as null. BenchError when ``labels`` does not give one label per hit."""
 
     head = {**meta, "system": run.system, "k": k, "run_schema_version": RUN_SCHEMA_VERSION}
@@ -98,12 +107,12 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
     for i, qid in enumerate(queries.ids):
         keep = [r for r, j in enumerate(run.ranked[i, :k]) if j >= 0]
         ranked = [corpus.ids[run.ranked[i, r]] for r in keep]
-        scores = [json_number(run.scores[i, r]) for r in keep]
+        scores = [json_number(run.scores[i, r], RUN_DIGITS) for r in keep]
         rec = {
             "query_id": qid, "split": str(queries.split[i]), "category": str(queries.category[i]),
             "family": None if queries.family[i] is None else str(queries.family[i]),
             "text": queries.texts[i], "as_of": as_of_text(queries, i),
-            "ranked": ranked, "scores": scores, "confidence": json_number(run.confidence[i]),
+            "ranked": ranked, "scores": scores, "confidence": json_number(run.confidence[i], RUN_DIGITS),
             "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
             "rumor": bool(judged["rumor"][i]),
         }
@@ -112,7 +121,7 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
             if len(rec["labels"]) != len(ranked):
                 raise BenchError(f"{path}: query {qid}: {len(rec['labels'])} labels for {len(ranked)} hits")
         if signals is not None:
-            rec["signals"] = {key: [json_number(signals[name][i, r]) for r in keep]
+            rec["signals"] = {key: [json_number(signals[name][i, r], RUN_DIGITS) for r in keep]
                               for key, name in SIGNAL_KEYS.items()}
         lines.append(json.dumps(rec, ensure_ascii=False, allow_nan=False))
     atomic_write_text(path, "\n".join(lines) + "\n")
@@ -236,7 +245,7 @@ def trec_run_lines(run: Run, queries: Queries, corpus: Corpus, k: int = 10, tag:
     :func:`qrels_trec_lines` reproduces ``metrics.json``'s ``mrr_at_10`` (``RR@10``), ``recall_at_5``
     (``R@5``) and ``ndcg_at_10`` (``nDCG@10``) exactly, provided queries without any hit count as 0
     (they have no line: ``trec_eval -c``; ir-measures already scores a qrels query missing from the run 0).
-    ``score="system"`` writes the system's scores instead (rounded to 6 decimals, as in the JSONL run file),
+    ``score="system"`` writes the system's scores instead (rounded to 6 decimals; the JSONL run file keeps them whole),
     for inspection only: tools may then see a different order than the one we evaluated.
 
     A doc listed twice in one query keeps its first (best) line only: TREC tools keep one score per
