@@ -35,7 +35,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("main", "experiments.main", "metrics.json", RUN_FILES),
     Kind("reembed_cost", "experiments.reembed_cost", "reembed_cost.json", ("reembed_cost.json", "table.md")),
     Kind("feedback_loop", "experiments.feedback_loop", "feedback_loop.json",
-         ("feedback_loop.json", "feedback_loop.csv", "table.md"),
+         ("feedback_loop.json", "feedback_loop.csv", "feedback_loop_runs.jsonl", "table.md"),
          csv_file="feedback_loop.csv", csv_key=("round", "system", "split")),
     Kind("lvl_eval", "experiments.lvl_eval", "lvl_eval.json", ("lvl_eval.json", "table.md", "lvl_eval_*.csv")),
     Kind("shortcut_audit", "experiments.shortcut_audit", "shortcut_audit.json",

@@ -7,8 +7,9 @@ access events change its store), ``smartvector_frozen`` (the same store and cons
 queries; accuracy is measured on the ``eval_split`` (held out from feedback by default) and, for reference,
 on the feedback split. Each round is measured before that round's feedback is applied.
 
-Writes ``feedback_loop.csv`` (one row per round x system x split), ``feedback_loop.json`` (summary, series,
-provenance), ``lineage.jsonl`` (every vector of the live store), ``explain_final.jsonl`` (why each top hit won
+Writes ``feedback_loop.csv`` (one row per round x system x split), ``feedback_loop_runs.jsonl`` (every round's
+top two hits of each system for each query, with their scores and the confidence: what the regression gate
+compares across machines), ``feedback_loop.json`` (summary, series, provenance), ``lineage.jsonl`` (every vector of the live store), ``explain_final.jsonl`` (why each top hit won
 in the last round) and ``table.md``; the JSON is written last.
 """
 
@@ -51,6 +52,24 @@ from smartvector_bench.core.timeutil import format_iso, from_days
 
 SYSTEMS = ("smartvector_live", "smartvector_frozen", "plain_cosine")
 CSV_FIELDS = FEEDBACK_SERIES_FIELDS
+OUTCOMES = "feedback_loop_runs.jsonl"
+OUTCOME_HITS = 2  # every figure of a round reads the top hit; the runner-up shows how near a tie it was
+
+
+def outcome_lines(n_round: int, runs: dict[str, Run], q_t, corpus) -> list[dict]:
+    """One line per system and query of a round: its top :data:`OUTCOME_HITS` chunk ids and scores (full
+    precision) and its confidence, keyed ``<round>/<system>/<query_id>``."""
+    out = []
+    for name in SYSTEMS:
+        r = runs[name]
+        for i, qid in enumerate(q_t.ids):
+            keep = [j for j in range(min(OUTCOME_HITS, r.ranked.shape[1])) if r.ranked[i, j] >= 0]
+            conf = float(r.confidence[i])
+            out.append({"key": f"{n_round}/{name}/{qid}", "round": n_round, "system": name, "query_id": qid,
+                        "split": str(q_t.split[i]), "ranked": [corpus.ids[int(r.ranked[i, j])] for j in keep],
+                        "scores": [float(r.scores[i, j]) for j in keep],
+                        "confidence": conf if np.isfinite(conf) else None})
+    return out
 
 
 def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
@@ -134,6 +153,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     rng = np.random.default_rng(params.user_seed)
 
     rows: list[dict] = []
+    outcomes: list[dict] = []
     feedback_totals = {"corrections": 0, "acceptances": 0, "revivals": 0}
     last_round: dict = {}
     marks = checkpoints(float(corpus.created_at.min()), now, params)
@@ -166,6 +186,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                              "corrections": feedback_totals["corrections"] if name == "smartvector_live" else 0,
                              "acceptances": feedback_totals["acceptances"] if name == "smartvector_live" else 0,
                              "dormant_in_force": dormant})
+        outcomes += outcome_lines(n_round, runs, q_t, corpus)
         last_round = {"t": t, "queries": q_t, "idx": idx, "runs": runs}
         # The user reacts to the answers of the feedback split (measured above, before this feedback).
         draws = rng.random(len(q_t))  # one draw per asked query, whatever p is
@@ -191,6 +212,10 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         series=rows,
         provenance=provenance(cfg),
     ).validate(out_dir / FeedbackLoop.FILE)  # before the first file is written
+    meta = {"format": "feedback_loop outcomes", "k": OUTCOME_HITS, "dataset_sha256": dataset.sha256,
+            "machine_fingerprint": result.provenance["machine_fingerprint"]}
+    atomic_write_text(out_dir / OUTCOMES, "\n".join(json.dumps(x, sort_keys=True, allow_nan=False)
+                                                    for x in [{"_meta": meta}, *outcomes]) + "\n")
     _write_outputs(out_dir, result, rows, live_store, live["smartvector_live"], last_round, qvecs, summary)
     return result.to_dict()
 

@@ -268,7 +268,10 @@ def judge_queries(hits_per_query: list, queries, qidx: np.ndarray, cmap: CorpusM
                         "as_of": float(queries.as_of[q]), "gold": ids[int(queries.gold[q])],
                         "relevant": [ids[r] for r in queries.relevant.row(q).tolist()],
                         "top1": [ids[r] for r in mapped[i][0]] if mapped[i] else [], "gold_rank": rank,
-                        "correct": bool(judged["correct"][i]), "rr": float(judged["rr"][i])})
+                        "correct": bool(judged["correct"][i]), "rr": float(judged["rr"][i]),
+                        # the lake's own rows and cosines: the regression gate compares these across machines
+                        "ranked": [h.chunk_id for h in hits_per_query[i][:k]],
+                        "scores": [float(h.score) for h in hits_per_query[i][:k]]})
     return {"records": records, "judged": judged, "returned": int(judged["n_hits"].sum()),
             "outside_window_lake": int(outside_lake), "outside_window_corpus": int(judged["n_unmapped"].sum())}
 
