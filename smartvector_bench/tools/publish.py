@@ -6,31 +6,29 @@ and publish their outputs, with provenance, under ``results/<name>/``; publish f
     python -m smartvector_bench.tools.publish --only none --sweeps seeds,contradiction_sweep
 
 Each experiment runs as ``smartvector-bench experiment=<name> hydra.run.dir=<fixed temp folder>
-embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the same command and environment
-``make regress`` reruns; see ``rerun_command`` and ``RERUN_ENV`` in ``smartvector_bench/tools/gate/rerun.py``), two at
-a time on two or more cores (``--jobs``). Only after the run exits 0 and its result JSON parses are its files
-copied into ``results/<name>/``: main: ``metrics.json``, ``table.md``, ``run_<system>.jsonl``; reembed_cost:
-``reembed_cost.json``, ``table.md``; feedback_loop: ``feedback_loop.json``, ``feedback_loop.csv``, ``table.md``
-(not the lineage / explain files); a main-kind run (main, main_large, handbook) also gets ``queries.jsonl``, the
-report's drill-down inputs that no embedding changes (``tools/report/stored_queries.py``). Every file is written atomically, the result JSON after the others and
-``PROVENANCE.json`` last (schema version, git sha and dirty flag, package versions, the command, config and
-dataset sha256, and the sha256 of every published file). Files of an earlier publication that the new run did
-not produce (e.g. the run file of a system since removed) are deleted. A failed rerun publishes nothing for
-that experiment, leaves its previous publication untouched and makes the exit code 1.
+embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the command and environment ``make
+regress`` reruns: ``rerun_command`` and ``RERUN_ENV`` in ``tools/gate/rerun.py``), two at a time on two or more
+cores (``--jobs``). Only after the run exits 0 and its result JSON parses are the files its kind declares
+(``experiments/__init__.py``) copied into ``results/<name>/``; a main-kind run also gets ``queries.jsonl`` and
+``signals.jsonl``, the report's drill-down inputs (``tools/report/``). Every file is written atomically, the result
+JSON after the others and ``PROVENANCE.json`` last (schema version, git sha and dirty flag, package versions,
+machine and its fingerprint, the command, config and dataset sha256, the sha256 of every published file). Files of
+an earlier publication that the new run did not produce are deleted. A failed rerun publishes nothing for that
+experiment, leaves its previous publication untouched and makes the exit code 1.
 
-Sweeps are not run here: a preset's folder made by the sweeps presets (``smartvector-bench -m
-experiment=<preset>``, collected by ``smartvector-collect``) is published from ``multirun/<preset>/``
-(``tidy.csv``, ``tidy.provenance.json``, ``summary.json``, ``queries.csv``) into ``results/<preset>/`` when it exists and every
-planned job completed (``--allow-incomplete`` to publish a partial sweep). ``--sweeps auto`` (the default
-without ``--only``) publishes every preset folder found and skips, with a warning, those still incomplete;
-a preset named explicitly that is missing or incomplete is an error (exit 1). ``--sweeps none``: none.
+Sweeps are not run here: a preset's folder made by ``smartvector-bench -m experiment=<preset>`` and collected by
+``smartvector-collect`` is published from ``multirun/<preset>/`` (``tidy.csv``, ``tidy.provenance.json``,
+``summary.json``, ``queries.csv``, and the metrics.json and run files of the jobs ``make regress`` reruns, under
+``runs/<job_dir>/``) into ``results/<preset>/`` when every planned job completed (``--allow-incomplete`` to publish
+a partial sweep). ``--sweeps auto`` (the default without ``--only``) publishes every preset folder found and
+skips, with a warning, those still incomplete; a preset named explicitly that is missing or incomplete is an
+error (exit 1). ``--sweeps none``: none.
 
 ``--store-queries main,main_large,handbook`` reruns nothing: it writes ``queries.jsonl`` into each already
 published run folder from its dataset regenerated from the recorded config (refused unless the sha256 is the
-recorded one) and adds it to that folder's ``PROVENANCE.json``; metrics.json and the run files stay as they are.
-``--store-signals main`` likewise writes ``signals.jsonl`` (the four-signal systems' per-hit signals of the stored
-hits, recomputed with the recorded embedder and refused unless they fuse to every stored score;
-``tools/report/stored_signals.py``); a fresh main-kind run gets it from its own run files' signals.
+recorded one) and adds it to that folder's ``PROVENANCE.json``. ``--store-signals main`` likewise writes
+``signals.jsonl`` (the four-signal systems' per-hit signals of the stored hits, recomputed with the recorded
+embedder and refused unless they fuse to every stored score; ``tools/report/stored_signals.py``).
 """
 
 from __future__ import annotations
@@ -53,7 +51,9 @@ from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import git_sha, package_versions
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
+from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.tools.gate.rerun import RERUN_ENV, Rerun, add_rerun_options, rerun_many
+from smartvector_bench.tools.gate.sweep_reruns import RUNS, jobs_to_store
 from smartvector_bench.tools.report import stored_queries, stored_signals
 
 PROG = "publish"
@@ -65,7 +65,7 @@ PROVENANCE_FILE = "PROVENANCE.json"
 
 
 class PublishError(Exception):
-    pass
+    """Nothing of this experiment or sweep was published."""
 
 
 class Incomplete(PublishError):
@@ -154,6 +154,8 @@ def experiment_provenance(name: str, r: Rerun, files: dict[str, bytes]) -> dict:
         "packages": prov.get("packages"),
         "python": prov.get("python"),
         "platform": platform.platform(),
+        "machine": prov.get("machine"),
+        "machine_fingerprint": prov.get("machine_fingerprint"),
         "config_sha256": prov.get("config_sha256"),
         "dataset_sha256": ds.get("sha256"),
         "dataset_seed": ds.get("seed"),
@@ -218,6 +220,12 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
         raise Incomplete(f"sweep {preset!r}: {jobs.get('failed', 0)} failed and {jobs.get('missing', 0)} missing "
                            f"of {jobs.get('planned', '?')} planned jobs; rerun the preset (it resumes) or pass "
                            "--allow-incomplete")
+    stored = jobs_to_store(preset, src / "tidy.csv")  # the jobs the gate reruns keep metrics.json and run files
+    for d in stored:
+        keep = [src / d / MainMetrics.FILE, *sorted((src / d).glob("run_*.jsonl"))]
+        if not keep[0].is_file() or len(keep) < 2:
+            raise PublishError(f"sweep {preset!r}: {rel(src / d)} lacks metrics.json or run files (make regress reruns it)")
+        files |= {f"{RUNS}/{d}/{p.name}": p.read_bytes() for p in keep}
     header = files["tidy.csv"].split(b"\n", 1)[0].decode("utf-8")
     cols = header.split(",")
     prov = {
@@ -237,11 +245,14 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
         "publisher": {"git": git_sha(), "packages": package_versions()},
         "published_at": _now(),
         "files": {f: {"sha256": _sha(d), "bytes": len(d)} for f, d in sorted(files.items())},
-        "note": "Copied from the sweep folder as collected; per-job provenance is in each job's metrics.json "
-                "there, and tidy.csv repeats git sha, config and dataset sha256 on every row.",
+        "stored_jobs": stored,
+        "note": "Copied from the sweep folder as collected (tidy.csv repeats git sha, config and dataset sha256 on "
+                "every row); the jobs make regress reruns keep their metrics.json and run files in runs/<job_dir>/.",
     }
     dest = results_dir / preset
-    order = [f for f in ("queries.csv", "tidy.csv", "summary.json", "tidy.provenance.json") if f in files]
+    shutil.rmtree(dest / RUNS, ignore_errors=True)  # the stored jobs of an earlier publication
+    order = sorted(f for f in files if f.startswith(f"{RUNS}/"))
+    order += [f for f in ("queries.csv", "tidy.csv", "summary.json", "tidy.provenance.json") if f in files]
     _replace_folder_files(dest, files, order, SWEEP_REQUIRED + SWEEP_OPTIONAL)
     _write_json(dest / PROVENANCE_FILE, prov)
     return prov
@@ -267,16 +278,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--multirun-dir", type=Path, default=MULTIRUN_DIR, help="where sweeps are (default multirun/)")
     ap.add_argument("--allow-incomplete", action="store_true", help="publish sweeps with failed or missing jobs")
     ap.add_argument("--store-queries", action="append", metavar="NAMES",
-                    help="comma-separated published run folders (of a main-kind experiment: "
-                         f"{', '.join(n for n, e in EXPERIMENTS.items() if e.kind == 'main')}) to give a "
-                         f"{stored_queries.FILE} (each query's text, as_of and correct/stale/rumour chunk ids, "
-                         "for the report's drill-down) from the dataset regenerated from the folder's recorded "
-                         "config, refused unless its sha256 is the recorded one; reruns nothing and changes no "
-                         "metric (alone, it implies --only none --sweeps none)")
+                    help=f"comma-separated published main-kind run folders to give a {stored_queries.FILE} (each "
+                         "query's text, as_of and correct/stale/rumour ids, for the report) from the dataset "
+                         "regenerated from the recorded config (sha256 checked); reruns nothing (alone, it "
+                         "implies --only none --sweeps none)")
     ap.add_argument("--store-signals", action="append", metavar="NAMES",
-                    help=f"like --store-queries, for {stored_signals.FILE}: the per-hit signals of the stored hits "
-                         "of the four-signal systems, recomputed (dataset regenerated, recorded embedder and "
-                         "configs), refused unless they fuse to every stored score within 1e-5")
+                    help=f"like --store-queries, for {stored_signals.FILE}: the four-signal systems' per-hit signals, "
+                         "recomputed, refused unless they fuse to every stored score within 1e-5")
     add_rerun_options(ap, keep_help="run into DIR and keep the full run folders",
                       set_help="extra Hydra override for every rerun (testing; recorded in the command)")
     return ap.parse_args(argv)

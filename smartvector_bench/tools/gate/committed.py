@@ -1,68 +1,120 @@
-"""One experiment's outputs against its expected values and invariants, and the committed results as a whole:
-file integrity (``files.py``), every expected value and invariant recomputed from the committed files, and
-every published sweep's summary recomputed from its tidy.csv (``sweeps.py``); each row names its file."""
+"""The committed check: the results root as committed, before anything is rerun. Host-independent and quick.
+
+1. Files (``files.py``): every file under the root recorded in the manifest with its sha256, none unrecorded,
+   each equal to the bytes its ``PROVENANCE.json`` lists.
+2. Replay (``replay.py``): every folder of experiment=main (``main``, ``main_large``, ``handbook``; each stored
+   job of a sweep under ``<preset>/runs/``) recomputed by today's code from its run files; a stored sweep job's
+   rows of ``tidy.csv`` and ``queries.csv`` must be the ones its metrics.json and run files give.
+3. Sweeps (``sweeps.py``): each ``summary.json`` recomputed from its ``tidy.csv``; the other result files read
+   through their result objects (a file without the shape of its kind is one row naming the key).
+
+Each row names its file."""
 
 from __future__ import annotations
 
+import csv
+import json
+import platform
 from pathlib import Path
 
+from smartvector_bench.core.provenance import fingerprint, machine, package_versions
+from smartvector_bench.core.results import MainMetrics, ResultError, system_rows
 from smartvector_bench.tools.gate import files, sweeps
-from smartvector_bench.tools.gate.common import EXPERIMENTS, rel
-from smartvector_bench.tools.gate.invariants import INVARIANTS
-from smartvector_bench.tools.gate.paths import check_expected, experiment_dir, load_outputs, tol_text
+from smartvector_bench.tools.gate.common import EXPERIMENTS, read_result, rel
+from smartvector_bench.tools.gate.outputs import experiment_dir
+from smartvector_bench.tools.gate.replay import replay_main
 from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.tolerances import exact_host
+
+RUNS = "runs"  # <preset>/runs/<job_dir>/: a sweep's jobs that the gate reruns, with their run files
 
 
-def compare_folder(name: str, folder: Path | None, metrics: dict[str, dict], where: str) -> list[Row]:
-    """Every expected value and invariant of experiment ``name`` against its outputs in ``folder``."""
-    if folder is None:
-        return [Row(f"{name} (outputs)", EXPERIMENTS[name].result_file, "MISSING", "-", False, f"not found in {where}"),
-                *[Row(p, s.get("value"), "MISSING", tol_text(s), False, "no outputs") for p, s in metrics.items()]]
-    out = load_outputs(name, folder)
-    if out.doc is None:  # the result file is absent, not JSON or not of its kind: one row names file and key
-        note = f"{out.error}; {len(metrics)} expected values not compared"
-        return [Row(f"{name}.{out.error_key}" if out.error_key else f"{name} (outputs)",
-                    f"a {EXPERIMENTS[name].kind} result file", "ERROR", "-", False, note,
-                    line=note.removeprefix(f"{rel(folder / EXPERIMENTS[name].result_file)}: "))]
-    rows = [Row(f"{name} (outputs)", "readable", "ERROR", "-", False, out.error)] if out.error else []
-    return rows + check_expected(out, metrics) + INVARIANTS[name](out)
+def this_host() -> dict:
+    """This process's machine fingerprint, packages and Python, as a provenance record gives them."""
+    return {"machine_fingerprint": fingerprint(machine()), "packages": package_versions(),
+            "python": platform.python_version()}
 
 
-def _in_file(row: Row, name: str, folder: Path) -> Row:
-    """``row`` of experiment ``name`` renamed after the committed file it is about: ``metrics.json`` +
-    ``systems.x.test.ece``, ``feedback_loop.csv`` + ``[round=3,...].top1``."""
-    exp, rest = EXPERIMENTS[name], row.metric
-    for prefix in (f"{name}.", f"{name} "):
-        rest = rest.removeprefix(prefix)
-    fname = exp.result_file
-    if row.file:  # a row about another file of the folder (a run file): named by the experiment's invariants
-        fname, rest = row.file, rest.removeprefix(f"{row.file}: ")
-    elif exp.csv_file and rest.startswith("csv"):
-        fname, rest = exp.csv_file, rest[3:].lstrip(". ") or "rows"
-    row.metric, row.file = rest, rel(folder / fname)
-    return row
+def host_note(exact: bool, why: str) -> str:
+    return "exact (" + why + ")" if exact else "rounding bounds (" + why + ")"
 
 
-def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Path | None]:
-    """The committed results root of ``expected`` (its ``manifest``): file integrity (``files``), then
-    every expected value and invariant recomputed from the committed files. Each row names its file."""
-    manifest = expected.get("manifest")
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        return [Row("manifest", "sha256 of every result file", "MISSING", "file", False,
-                    "no file manifest: regenerate the expected file with --write-expected", rel(expected_path))], None
+def _replay(label: str, folder: Path, host: dict) -> list[Row]:
+    try:
+        prov = MainMetrics.load(folder / MainMetrics.FILE).provenance
+    except ResultError as exc:
+        return [Row(f"{label}: metrics.json", "readable", "ERROR", "-", False, str(exc))]
+    exact, why = exact_host(prov, host)
+    return replay_main(label, folder, exact, host_note(exact, why))
+
+
+def _csv_rows(path: Path, job_dir: str) -> list[dict]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return [r for r in csv.DictReader(fh) if r.get("job_dir") == job_dir]
+
+
+def _cell(v) -> str:
+    return "" if v is None else str(v)
+
+
+def stored_job_rows(folder: Path, job: Path) -> list[Row]:
+    """A sweep's stored job (``folder/runs/<job_dir>/``) against the sweep's tables: its tidy.csv rows are
+    ``system_rows`` of its metrics.json, its queries.csv rows the flags and confidence of its run files."""
+    label, name = rel(job), job.name
+    metrics = json.loads((job / MainMetrics.FILE).read_text(encoding="utf-8"))
+    misses = []
+    tidy = {(r["system"], r["split"]): r for r in _csv_rows(folder / sweeps.TIDY, name)}
+    for want in system_rows(metrics):
+        got = tidy.pop((want["system"], want["split"]), None)
+        if got is None:
+            misses.append(f"no tidy row for {want['system']} {want['split']}")
+            continue
+        misses += [f"{want['system']} {want['split']} {k}: tidy {got.get(k)!r}, metrics.json {_cell(v)!r}"
+                   for k, v in want.items() if k in got and got[k] != _cell(v)]
+    misses += [f"tidy row {s} {sp} has no system in metrics.json" for s, sp in tidy]
+    rows = [Row(f"{label}: tidy.csv rows", "its metrics.json's", "equal" if not misses else f"{len(misses)} differ",
+                "exact", not misses, "; ".join(misses[:3]))]
+    if (folder / sweeps.QUERIES).is_file():
+        queries, misses = _csv_rows(folder / sweeps.QUERIES, name), []
+        byq = {(r["system"], r["query_id"]): r for r in queries}
+        for run_file in sorted(job.glob("run_*.jsonl")):
+            system = run_file.name[len("run_"):-len(".jsonl")]
+            for line in run_file.read_text(encoding="utf-8").splitlines()[1:]:
+                rec = json.loads(line)
+                got = byq.pop((system, rec["query_id"]), None)
+                want = {f: str(int(rec[f])) for f in ("correct", "stale", "rumor")} | {"confidence": _cell(rec["confidence"])}
+                if got is None or any(got[k] != v for k, v in want.items()):
+                    misses.append(f"{system} {rec['query_id']}: queries.csv {got and {k: got[k] for k in want}}, "
+                                  f"run file {want}")
+        misses += [f"queries.csv row {s} {q} has no run file line" for s, q in byq]
+        rows.append(Row(f"{label}: queries.csv rows", "its run files'", "equal" if not misses else
+                        f"{len(misses)} differ", "exact", not misses, "; ".join(misses[:3])))
+    return rows
+
+
+def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Path]:
+    manifest = expected["manifest"]
     root = files.manifest_root(expected_path, manifest)
     if not root.is_dir():
-        return [Row("manifest root", "a folder", "MISSING", "file", False, f"{root} not found", rel(root))], None
-    folders = {n: experiment_dir(root, n) for n in expected["experiments"]}
-    result_files = {n: (f / EXPERIMENTS[n].result_file).relative_to(root).as_posix()
-                    for n, f in folders.items() if f is not None}
-    checks = (files.check_manifest(root, manifest, expected_path) + files.check_provenance(root)
-              + files.check_sources(expected.get("sources") or {}, result_files, manifest))
+        return [Row("manifest root", "a folder", "MISSING", "file", False, f"{root} not found", rel(root))], root
+    checks = files.check_manifest(root, manifest, expected_path) + files.check_provenance(root)
     rows = [Row(c.check, c.expected, c.got, "file", c.ok, c.note, rel(root / c.file)) for c in checks]
-    for n, metrics in expected["experiments"].items():
-        folder = folders[n]
-        rows += [_in_file(r, n, folder if folder is not None else root / n)
-                 for r in compare_folder(n, folder, metrics, rel(root))]
-    rows += [Row(c.path, c.recomputed, c.stored, "summary", c.ok, c.note, rel(root / c.file), line=c.line())
-             for c in sweeps.check_summaries(root)]
+    host = this_host()
+    for name, exp in EXPERIMENTS.items():
+        folder = experiment_dir(root, name) if (root / name).is_dir() else None
+        if folder is None:
+            continue
+        if exp.kind == "main":
+            rows += _replay(rel(folder), folder, host)
+            continue
+        try:
+            read_result(name, folder / exp.result_file)
+            rows.append(Row(f"{rel(folder / exp.result_file)}", f"a {exp.kind} result", "readable", "-", True))
+        except ResultError as exc:
+            rows.append(Row(f"{rel(folder / exp.result_file)}", f"a {exp.kind} result", "ERROR", "-", False, str(exc)))
+    rows += [Row(r.metric, r.expected, r.got, r.tolerance, r.ok, r.note, rel(root / r.file))
+             for r in sweeps.check_summaries(root)]
+    for folder in sweeps.sweep_folders(root):
+        for job in sorted(p for p in (folder / RUNS).glob("*") if p.is_dir()):
+            rows += _replay(rel(job), job, host) + stored_job_rows(folder, job)
     return rows, root

@@ -1,31 +1,18 @@
-"""The published sweeps for the regression gate (``python -m smartvector_bench.tools.gate``): each summary.json
-recomputed from its own tidy.csv. The reduced reruns of each preset are ``sweep_reruns.py``.
+"""Each published sweep's ``summary.json`` recomputed from its own ``tidy.csv`` by a second, small implementation
+(pandas), so that a summary edited by hand, or a collector bug (``sweeps/collect.py`` wrote both), fails naming
+the number: ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean: 0.259, committed 0.269``.
 
-Why: a sweep's ``summary.json`` is what the paper quotes, but it is written by the same collector
-(``sweeps/collect.py``) that wrote ``tidy.csv``; the gate recomputes it with a second, small implementation
-(pandas) so that a summary edited by hand, or a collector bug, fails naming the number.
-
-``check_summaries(root)`` (committed check, about a second): for every ``<root>/<preset>/`` holding
-   ``tidy.csv`` and ``summary.json``, the summary is read through its result object (``SweepSummary``: counts
-   per status adding up to planned, the failed and missing lists as long as their counts, the preset's keys
-   under ``results``; a summary it refuses is one row naming the key), then every number of its ``results`` is
-   recomputed from tidy.csv
-   (usable jobs: status complete or skipped; mean and sample sd, ddof 1, None below 2 values; the per-seed
-   values; tune's winner by dev top-1, then dev MRR@10, then the smaller override string, and its dev top-5;
-   half_life's grids) and compared at 6 decimals (equal after rounding, or within one unit of the 6th decimal:
-   the two implementations sum in different orders); strings, lists and key sets must agree too. The job
-   counts (planned, complete, skipped, failed, missing, all_complete, the failed and missing lists) must agree
-   with tidy.csv's status column; a ``queries.csv`` (per-query outcomes, when the collector wrote one) must give
-   each tidy row's n_queries, top1, stale_rate and rumor_rate. tune's ``winner.weights`` comes from the job's
-   config, not tidy.csv: only its swept entries are checked. A miss names the file and the JSON path:
-   ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean summary 0.269, tidy.csv gives 0.259``.
-"""
+The summary is read through its result object (``SweepSummary``); its job counts must be tidy.csv's status
+column's; every figure of its ``results`` is recomputed (usable jobs: complete or skipped; mean and sample sd,
+ddof 1, None below 2 values; the per-seed values; tune's winner by dev top-1, then dev MRR@10, then the smaller
+override string, and its dev top-5; half_life's grids) and compared within one unit of the 6th decimal
+(``tolerances.same_figure``: the two implementations sum in other orders); a ``queries.csv`` must give each tidy
+row's n_queries, top1, stale_rate and rumor_rate. tune's ``winner.weights`` comes from the job's config, not
+tidy.csv: only its swept entries are checked."""
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,36 +20,16 @@ from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import TIDY, ResultError, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
 from smartvector_bench.core.results.sweep import STATUSES, USABLE
+from smartvector_bench.tools.gate.replay import figure_misses, leaves
+from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.tolerances import same_figure
 from smartvector_bench.tools.sweeps.plan import num_key  # the order seeds are listed in (not a recomputed number)
 
-SUMMARY, TIDY_PROVENANCE, QUERIES = SweepSummary.FILE, "tidy.provenance.json", "queries.csv"
+SUMMARY, QUERIES = SweepSummary.FILE, "queries.csv"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
 DECIMALS = 6
-TOL = 10 ** -DECIMALS + 1e-12  # one unit of the 6th decimal: both sides are 6-decimal roundings of float sums
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
 BY_KEY = {"contradiction_sweep": "dataset.contradiction_rate", "ablation": "weights"}
-
-
-@dataclass
-class Check:
-    file: str          # relative to the results root
-    path: str          # JSON path or tidy row and column
-    recomputed: Any    # what tidy.csv (or the committed sweep) gives
-    stored: Any        # what the checked file (or the rerun) holds
-    ok: bool
-    note: str = ""
-    words: tuple[str, str] = ("summary", "tidy.csv gives")
-
-    def line(self) -> str:
-        return (f"{self.path} {self.words[0]} {_show(self.stored)}, {self.words[1]} {_show(self.recomputed)}"
-                + (f" ({self.note})" if self.note else ""))
-
-
-def _show(x: Any) -> str:
-    if isinstance(x, float):
-        return f"{x:.6g}"
-    s = json.dumps(x) if isinstance(x, (list, dict)) else str(x)
-    return s if len(s) <= 60 else s[:57] + "..."
 
 
 # -- reading tidy.csv -------------------------------------------------------------------------------------------
@@ -234,53 +201,6 @@ def job_counts(df) -> dict:
             "missing": [int(j) for j in per_job[per_job["status"] == "missing"]["job"]]}
 
 
-# -- comparing two JSON trees -----------------------------------------------------------------------------------
-
-def _same(stored: Any, recomputed: Any) -> bool:
-    if isinstance(recomputed, bool) or isinstance(stored, bool):
-        return stored is recomputed or stored == recomputed and type(stored) is type(recomputed)
-    if isinstance(recomputed, (int, float)) and isinstance(stored, (int, float)):
-        if not (math.isfinite(stored) and math.isfinite(recomputed)):
-            return False
-        return (round(float(stored), DECIMALS) == round(float(recomputed), DECIMALS)
-                or abs(float(stored) - float(recomputed)) <= TOL)
-    return stored == recomputed
-
-
-def compare_tree(stored: Any, recomputed: Any, path: str, file: str) -> list[Check]:
-    """Every leaf of ``stored`` against ``recomputed`` (and every key of either), one Check per leaf."""
-    if isinstance(recomputed, dict) and set(recomputed) == {"error"}:
-        return [Check(file, path, "ERROR", stored, False, recomputed["error"])]
-    if isinstance(stored, dict) and isinstance(recomputed, dict):
-        out = []
-        for k in list(stored) + [k for k in recomputed if k not in stored]:
-            p = f"{path}.{k}"
-            if k not in recomputed:
-                out.append(Check(file, p, "MISSING", stored[k], False, "not derivable from tidy.csv"))
-            elif k not in stored:
-                out.append(Check(file, p, recomputed[k], "MISSING", False, "missing from the summary"))
-            else:
-                out += compare_tree(stored[k], recomputed[k], p, file)
-        return out
-    if isinstance(stored, list) and isinstance(recomputed, list):
-        if len(stored) != len(recomputed):
-            return [Check(file, path, recomputed, stored, False, f"{len(stored)} items, tidy.csv gives "
-                                                                  f"{len(recomputed)}")]
-        if all(not isinstance(x, (dict, list)) for x in stored + recomputed):
-            bad = [i for i, (s, r) in enumerate(zip(stored, recomputed)) if not _same(s, r)]
-            if len(stored) > 0 and all(isinstance(x, str) for x in stored):
-                return [Check(file, path, recomputed, stored, not bad, f"item {bad[0]} differs" if bad else "")]
-            return [Check(file, f"{path}.{i}", r, s, _same(s, r)) for i, (s, r) in enumerate(zip(stored, recomputed))]
-        out = []
-        for i, (s, r) in enumerate(zip(stored, recomputed)):
-            out += compare_tree(s, r, f"{path}.{i}", file)
-        return out
-    ok = _same(stored, recomputed)
-    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (stored, recomputed))
-    return [Check(file, path, recomputed, stored, ok,
-                  "" if ok else (f"differs at {DECIMALS} decimals" if numbers else "differs"))]
-
-
 # -- the committed summaries -----------------------------------------------------------------------------------
 
 def sweep_folders(root: Path) -> list[Path]:
@@ -288,77 +208,60 @@ def sweep_folders(root: Path) -> list[Path]:
     return sorted(p.parent for p in Path(root).glob(f"*/{SUMMARY}") if (p.parent / TIDY).is_file())
 
 
-def check_summaries(root: Path) -> list[Check]:
+def _row(file: str, what: str, misses: list[str], n: int) -> Row:
+    return Row(what, f"{n} figures from tidy.csv", "equal" if not misses else f"{len(misses)} differ", "summary",
+               not misses, "; ".join(misses[:3]) + (" ..." if len(misses) > 3 else ""), file)
+
+
+def check_summaries(root: Path) -> list[Row]:
     """summary.json of every published sweep under ``root`` against its tidy.csv (see the module docstring)."""
-    checks: list[Check] = []
+    rows: list[Row] = []
     for folder in sweep_folders(root):
         rel = f"{folder.name}/{SUMMARY}"
-        try:  # validated by its result object: job counts that add up, the preset's keys under results
+        try:
             summary = SweepSummary.load(folder / SUMMARY, rel).to_dict()
-        except ResultError as exc:
-            key = exc.key or "(file)"
-            checks.append(Check(rel, key, "a valid summary", "invalid", False,
-                                str(exc).removeprefix(f"{rel}: ").removeprefix(f"{key}: "), ("is", "expected")))
-            continue
-        try:
             df, swept = read_tidy(folder / TIDY)
-        except (OSError, ValueError) as exc:
-            checks.append(Check(f"{folder.name}/{TIDY}", "readable", "CSV", "ERROR", False,
-                                f"{type(exc).__name__}: {exc}"))
+        except (ResultError, OSError, ValueError) as exc:
+            rows.append(_row(rel, "readable", [str(exc)], 1))
             continue
-        preset = summary["preset"]
-        checks.append(Check(rel, "preset", folder.name, preset, preset == folder.name,
-                            "" if preset == folder.name else "the folder is not the preset's"))
-        for key, value in job_counts(df).items():
-            stored = summary[key]
-            if key in ("failed", "missing"):  # its items are {job, job_dir, overrides, note}: compare the jobs
-                stored = [it["job"] for it in stored]
-            checks += compare_tree(stored, value, key, rel)
+        counts = job_counts(df)
+        stored = {k: [it["job"] for it in summary[k]] if k in ("failed", "missing") else summary[k] for k in counts}
+        misses = [] if summary["preset"] == folder.name else [f"preset {summary['preset']!r}: not the folder's"]
+        rows.append(_row(rel, "jobs", misses + figure_misses(counts, stored, False), len(leaves(counts))))
         try:
-            recomputed = recompute_summary(preset, df, swept, summary)
+            recomputed = recompute_summary(summary["preset"], df, swept, summary)
         except (KeyError, ValueError, TypeError) as exc:
-            checks.append(Check(rel, "results", "recomputable", "ERROR", False, f"{type(exc).__name__}: {exc}"))
+            rows.append(_row(rel, "results", [f"{type(exc).__name__}: {exc}"], 1))
             continue
-        checks += compare_tree(summary["results"], recomputed, "results", rel)
+        rows.append(_row(rel, "results", figure_misses(recomputed, summary["results"], False),
+                         len(leaves(summary["results"]))))
         if (folder / QUERIES).is_file():
-            checks += check_queries(folder, df)
-    return checks
+            rows.append(check_queries(folder, df))
+    return rows
 
 
 QUERY_RATES = {"correct": M.TOP1, "stale": M.STALE_RATE, "rumor": M.RUMOR_RATE}
 
 
-def check_queries(folder: Path, tidy) -> list[Check]:
-    """The per-query table (queries.csv, when the collector wrote one) against tidy.csv: per job, system and
-    split, its row count is n_queries and its correct / stale / rumor means are top1 / stale_rate / rumor_rate."""
+def check_queries(folder: Path, tidy) -> Row:
+    """queries.csv against tidy.csv: per job, system and split, its row count is n_queries and its correct /
+    stale / rumor means are top1 / stale_rate / rumor_rate."""
     import pandas as pd
 
     rel = f"{folder.name}/{QUERIES}"
     try:
         q = pd.read_csv(folder / QUERIES, dtype={"system": str, "split": str})
-    except (OSError, ValueError) as exc:
-        return [Check(rel, "readable", "CSV", "ERROR", False, str(exc))]
-    missing = [c for c in ("job", "system", "split", *QUERY_RATES) if c not in q.columns]
-    if missing:
-        return [Check(rel, "columns", "job, system, split, correct, stale, rumor", "MISSING", False,
-                      f"column(s) {', '.join(missing)} missing")]
-    agg = q.groupby(["job", "system", "split"]).agg(n=("correct", "size"),
-                                                    **{k: (k, "mean") for k in QUERY_RATES})
-    checks = []
-    usable = tidy[tidy["status"].isin(USABLE) & (tidy["system"] != "")]
-    for _, r in usable.iterrows():
-        name = f"queries[job={r['job']},system={r['system']},split={r['split']}]"
-        key = (int(r["job"]), r["system"], r["split"])
+        agg = q.groupby(["job", "system", "split"]).agg(n=("correct", "size"), **{k: (k, "mean") for k in QUERY_RATES})
+    except (OSError, ValueError, KeyError) as exc:
+        return _row(rel, "per-query rows", [f"{type(exc).__name__}: {exc}"], 1)
+    misses, n = [], 0
+    for _, r in tidy[tidy["status"].isin(USABLE) & (tidy["system"] != "")].iterrows():
+        key, n = (int(r["job"]), r["system"], r["split"]), n + 1
         if key not in agg.index:
-            checks.append(Check(rel, name, "rows", "MISSING", False, "no query rows for a tidy.csv row",
-                                ("queries.csv has", "tidy.csv has")))
+            misses.append(f"job {key[0]} {key[1]} {key[2]}: no query rows")
             continue
-        a = agg.loc[key]
-        checks.append(Check(rel, f"{name}.{M.N_QUERIES}", _num(r[M.N_QUERIES]), int(a["n"]),
-                            _num(r[M.N_QUERIES]) == int(a["n"]), "", ("queries.csv gives", "tidy.csv")))
-        for col, metric in QUERY_RATES.items():
-            want, got = _num(r[metric]), round(float(a[col]), DECIMALS)
-            ok = want is not None and _same(got, want)
-            checks.append(Check(rel, f"{name}.{metric}", want, got, ok, "" if ok else f"mean of {col} differs",
-                                ("queries.csv gives", "tidy.csv")))
-    return checks
+        got = {M.N_QUERIES: int(agg.loc[key]["n"])} | {m: round(float(agg.loc[key][c]), DECIMALS)
+                                                        for c, m in QUERY_RATES.items()}
+        misses += [f"job {key[0]} {key[1]} {key[2]} {m}: {v}, tidy.csv {r[m]}" for m, v in got.items()
+                   if _num(r[m]) is None or not same_figure(v, _num(r[m]), False)]
+    return _row(rel, "per-query rows", misses, n)

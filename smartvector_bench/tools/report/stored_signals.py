@@ -1,5 +1,5 @@
 """``signals.jsonl`` beside a run folder's ``metrics.json``: the four signals of every stored hit of the systems
-whose score is the four-signal fusion (the gate's ``runfile.FUSED``: SmartVector and its variants, KGSmartVector),
+whose score is the four-signal fusion (:data:`FUSED`: SmartVector and its variants, KGSmartVector),
 for run files of format 1.0, which hold none, so the report's drill-down can show them without a rerun.
 
 The signals are those of the STORED ranked lists: the dataset regenerated as ``stored_queries`` does (sha256
@@ -7,7 +7,7 @@ checked), embedded with the recorded embedder (``provenance.config.embedder``), 
 recorded config, indexed and searched as experiments/main.py does (the same state), then ``hit_signals`` on the
 run file's ranked ids and the queries' as_of. This host's embeddings may differ from the run's in the last float32
 bits, so nothing is stored unless, for every hit, the signals fused with the system's configured weights give the
-run file's stored score within ``runfile.FUSION_TOL`` (the gate's ``fusion_rows``). A run made with 1.1 run files
+run file's stored score within :data:`FUSION_TOL` (:func:`fusion_misses`). A run made with 1.1 run files
 (``make results``) gets the file from the run files' own signals, under the same check (:func:`from_run_files`).
 
 Line 1 is ``{"_meta": {...}}``; then one compact line per (system, query): ``system``, ``query_id``, ``ranked``
@@ -27,10 +27,18 @@ import numpy as np
 from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results.base import read_json
-from smartvector_bench.core.run import SIGNAL_KEYS, json_number, read_run_rows
-from smartvector_bench.tools.gate.runfile import FUSED, FUSION_TOL, fusion_rows
+from smartvector_bench.core.run import RUN_DIGITS, SIGNAL_KEYS, check_run_row, json_number, read_run_rows
+from smartvector_bench.systems.kg_smartvector.retriever import DEFAULT_WEIGHTS as KG_WEIGHTS
+from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
 from smartvector_bench.tools.report import stored_queries
 
+# _target_ -> its weights when the config gives none: the systems whose run score is exactly
+# fusion.fuse(weights, signals) (SmartVector.score's ``score``, the status policy touching only the rank key;
+# KGSmartVector._block's ``final``). SmartVector has no default: its weights come from the `weights` group.
+FUSED = {"smartvector_bench.systems.smartvector.retriever.SmartVector": None,
+         "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector": KG_WEIGHTS}
+# a 1.0 run file rounds scores and signals to 6 decimals and the cosine is float32's: a few 1e-6 at most
+FUSION_TOL = 1e-5
 FILE = "signals.jsonl"
 FORMAT = "smartvector-bench drill-down signals"
 VERSION = "1.0"
@@ -61,14 +69,36 @@ def fused_systems(metrics: dict, folder: Path) -> dict[str, dict]:
     return out
 
 
+def fusion_misses(system: str, lines: list[dict], cfg: dict | None) -> list[str]:
+    """The hits of ``lines`` (run file rows with ``signals``) whose score is not ``fuse`` of their signals with the
+    weights of ``cfg`` (the system's recorded config) within :data:`FUSION_TOL`; one item naming the problem when
+    the system's score is not the fusion, its weights are unreadable or no line has signals."""
+    lines = [r for r in lines if isinstance(r.get("signals"), dict) and check_run_row(r) is None]
+    target = (cfg or {}).get("_target_")
+    if not lines or target not in FUSED:
+        return ["no signals" if not lines else f"retrievers.{system}._target_={target!r}: not the four-signal fusion"]
+    raw = cfg.get("weights")
+    try:
+        w = weights_from_config(dict(FUSED[target] if raw is None else raw), f"retrievers.{system}.weights")
+    except (BenchError, TypeError, ValueError) as exc:
+        return [f"retrievers.{system}.weights: {exc}"]
+    bad = []
+    for rec in lines:
+        for n, score in enumerate(rec.get("scores") or [], 1):
+            vals = {name: rec["signals"][key][n - 1] for key, name in SIGNAL_KEYS.items()}
+            if score is None or any(v is None for v in vals.values()):
+                bad.append(f"{rec['query_id']} rank {n}: a null score or signal")
+            elif not abs(float(fuse(w, **{k: np.float64(v) for k, v in vals.items()})) - score) <= FUSION_TOL:
+                bad.append(f"{rec['query_id']} rank {n}: score {score}, fused {float(fuse(w, **vals)):.6f}")
+    return bad
+
+
 def check(folder: Path, system: str, lines: list[dict], cfg: dict) -> None:
-    """BenchError unless every hit's signals fuse to the run file's stored score (the gate's ``fusion_rows``)."""
-    rows = fusion_rows(folder.name, system, lines, cfg)
-    bad = [r for r in rows if not r.ok or r.got == "not checked"]
-    if not rows or bad:
-        why = bad[0].note if bad else "no signals"
+    """BenchError unless every hit's signals fuse to the run file's stored score (:func:`fusion_misses`)."""
+    bad = fusion_misses(system, lines, cfg)
+    if bad:
         raise BenchError(f"{folder / f'run_{system}.jsonl'}: the signals do not reproduce the stored scores "
-                         f"within {FUSION_TOL:g} ({why}); refusing to store {FILE}")
+                         f"within {FUSION_TOL:g} ({bad[0]}); refusing to store {FILE}")
 
 
 def _computed(folder: Path, metrics: dict, systems: dict[str, dict], ds) -> dict[str, list[dict]]:
@@ -100,7 +130,7 @@ def _computed(folder: Path, metrics: dict, systems: dict[str, dict], ds) -> dict
         retriever.index(corpus, corpus_vecs, serve_time)
         retriever.search(query_vecs, queries.as_of, k, texts=queries.texts)  # the state hit_signals reads after
         sig = retriever.hit_signals(query_vecs, queries.as_of, ranked)
-        out[name] = [{**rec, "signals": {key: [json_number(sig[n][row_of[rec["query_id"]], r])
+        out[name] = [{**rec, "signals": {key: [json_number(sig[n][row_of[rec["query_id"]], r], RUN_DIGITS)
                                                 for r in range(len(rec["ranked"]))]
                                           for key, n in SIGNAL_KEYS.items()}} for rec in rows]
     return out
@@ -110,7 +140,7 @@ def render(per_system: dict[str, list[dict]], dataset_sha256: str, source: str) 
     meta = {"format": FORMAT, "version": VERSION, "dataset_sha256": dataset_sha256, "systems": list(per_system),
             "source": source, "signals": list(SIGNAL_KEYS),
             "check": "every hit's signals fused with the system's configured weights give the run file's score "
-                     "within 1e-5 (gate runfile.fusion_rows)"}
+                     "within 1e-5 (stored_signals.fusion_misses)"}
     lines = [json.dumps({"_meta": meta}, ensure_ascii=False, sort_keys=True)]
     lines += [json.dumps({"system": name, "query_id": rec["query_id"], "ranked": rec["ranked"],
                           "signals": rec["signals"]}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

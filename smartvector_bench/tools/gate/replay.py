@@ -1,0 +1,125 @@
+"""The committed check's replay: today's code, given a committed run folder's run files and the dataset (its
+sha256 checked), must give every figure and file the folder publishes.
+
+For a folder of experiment=main (``main``, ``main_large``, ``handbook``, and each stored job of a sweep):
+
+* ``metrics.json``'s ``systems``, ``calibration`` and ``power`` from ``experiments.main.evaluate_runs`` on the
+  run files (calibration maps and AUROC are checked here, never through reruns), and its dataset counts;
+* each run file line's split, category, family, query text and as_of (the dataset's), its correct / stale /
+  rumour flags and hit labels (the evaluator's ``judge`` and ``hit_labels``);
+* the bytes of every file derived from them: ``run_<system>.trec``, ``qrels_<split>.trec``, ``table.md`` and,
+  when published, ``queries.jsonl``.
+
+The run files keep scores and confidences at full precision, so on the publishing host the replay is exact; on
+another, a figure may cross one rounding boundary (``tolerances.same_figure``). Any other difference is a
+change of the evaluator, the metrics, the dataset or a committed file, and fails naming the figure."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import tempfile
+from pathlib import Path
+
+from smartvector_bench.core.cli_errors import one_line
+from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.results import MainMetrics, ResultError
+from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.tolerances import same_figure
+
+REPLAYED = ("systems", "calibration", "power")
+DATASET_COUNTS = ("sha256", "n_vectors", "n_queries", "n_families")
+
+
+def leaves(x, path: str = "") -> dict[str, object]:
+    """Every leaf of a JSON tree by dotted path (list items by position); an empty dict or list is a leaf."""
+    if isinstance(x, dict) and x:
+        return {k: v for key, val in x.items() for k, v in leaves(val, f"{path}.{key}" if path else key).items()}
+    if isinstance(x, list) and x:
+        return {k: v for i, val in enumerate(x) for k, v in leaves(val, f"{path}.{i}").items()}
+    return {path: x}
+
+
+def figure_misses(fresh: dict, stored: dict, exact: bool) -> list[str]:
+    """``path: got, committed want`` for every leaf of either tree that the other lacks or that differs."""
+    a, b = leaves(fresh), leaves(stored)
+    return [f"{p}: {a.get(p, 'MISSING')!r}, committed {b.get(p, 'MISSING')!r}" for p in sorted(set(a) | set(b))
+            if p not in a or p not in b or not same_figure(a[p], b[p], exact)]
+
+
+def _row(label: str, what: str, misses: list[str], n: int, how: str) -> Row:
+    got = "equal" if not misses else f"{len(misses)} of {n} differ"
+    return Row(f"{label}: {what}", "today's code on the committed run files", got, how, not misses,
+               "; ".join(misses[:3]) + (" ..." if len(misses) > 3 else ""))
+
+
+def _same_text(label: str, name: str, fresh: str, stored: Path, how: str) -> Row:
+    text = stored.read_text(encoding="utf-8") if stored.is_file() else None
+    if text == fresh:
+        return _row(label, name, [], 1, how)
+    if text is None:
+        return _row(label, name, [f"{name} not found"], 1, how)
+    line = next((i for i, (x, y) in enumerate(zip(fresh.splitlines(), text.splitlines()), 1) if x != y),
+                min(len(fresh.splitlines()), len(text.splitlines())) + 1)
+    return _row(label, name, [f"{name}:{line} differs from what today's code writes"], 1, how)
+
+
+def replay_main(label: str, folder: Path, exact: bool, how: str) -> list[Row]:
+    """The replay of one experiment=main folder (see the module docstring): one row per checked part."""
+    with tempfile.TemporaryDirectory(prefix="svb-replay-") as tmp:
+        return _replay_main(label, folder, exact, how, Path(tmp))
+
+
+def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> list[Row]:
+    from experiments.main import evaluate_runs, settings
+    from smartvector_bench.core.dataset import SPLITS
+    from smartvector_bench.core.evaluator import hit_labels
+    from smartvector_bench.core.report import render
+    from smartvector_bench.core.run import as_of_text, read_run_jsonl, read_run_lines, write_qrels_trec, write_run_trec
+    from smartvector_bench.tools.report import stored_queries
+    try:
+        doc = MainMetrics.load(folder / MainMetrics.FILE).to_dict()
+        s = dataclasses.replace(settings(doc["provenance"]["config"]), progress=False)
+        ds, source = stored_queries.dataset_of(folder, doc, tmp)
+        q, corpus = ds.queries, ds.corpus
+        runs, lines = {}, {}
+        for system in doc["systems"]:
+            path = folder / f"run_{system}.jsonl"
+            meta, run = read_run_jsonl(path, q, corpus)
+            if int(meta["k"]) != s.k:
+                raise BenchError(f"{path}: keeps {meta['k']} hits, the run ranked {s.k}: not replayable")
+            run.system, runs[system], lines[system] = system, run, [rec for _, rec in read_run_lines(path)[1]]
+        judged, results, calibration, power = evaluate_runs(runs, q, corpus, s)
+    except (BenchError, ResultError, OSError, KeyError, TypeError, ValueError) as exc:
+        why = one_line(exc) if isinstance(exc, (BenchError, ResultError)) else f"{type(exc).__name__}: {exc}"
+        return [Row(f"{label}: replay", "the committed run files evaluated", "ERROR", how, False, why)]
+    fresh = json.loads(json.dumps({"systems": results, "calibration": calibration, "power": power}, default=float))
+    rows = [_row(label, f"metrics.json {root}", figure_misses(fresh[root], doc[root], exact),
+                 len(leaves(doc[root])), how) for root in REPLAYED]
+    counts = {"sha256": ds.sha256, "n_vectors": len(corpus), "n_queries": len(q),
+              "n_families": int(len(set(q.family.tolist())))}
+    rows.append(_row(label, "metrics.json dataset", figure_misses(counts, {k: doc["dataset"].get(k) for k in
+                                                                           DATASET_COUNTS}, True), 4, how))
+    row_of = {qid: i for i, qid in enumerate(q.ids)}
+    for system, recs in lines.items():
+        labels, j, misses = hit_labels(runs[system], q, k=s.k), judged[system], []
+        for rec in recs:
+            i = row_of[rec["query_id"]]
+            want = {"split": str(q.split[i]), "category": str(q.category[i]), "family": q.family[i],
+                    "text": q.texts[i], "as_of": as_of_text(q, i), "labels": list(labels[i]),
+                    **{f: bool(j[f][i]) for f in ("correct", "stale", "rumor")}}
+            misses += [f"{rec['query_id']} {k}: {rec.get(k)!r}, today {v!r}" for k, v in want.items()
+                       if k in rec and rec[k] != v]
+        rows.append(_row(label, f"run_{system}.jsonl labels and fields", misses, len(recs), how))
+    derived = {f"run_{system}.trec": lambda p, r=run: write_run_trec(p, r, q, corpus, k=10) for system, run in runs.items()}
+    derived |= {f"qrels_{split}.trec": lambda p, sp=split: write_qrels_trec(p, q, corpus, split=sp) for split in SPLITS}
+    for name, write in derived.items():  # the published ones (a sweep's stored job keeps only its run files)
+        if (folder / name).is_file():
+            write(tmp / name)
+            rows.append(_same_text(label, name, (tmp / name).read_text("utf-8"), folder / name, how))
+    if (folder / "table.md").is_file():
+        rows.append(_same_text(label, "table.md", render(doc), folder / "table.md", how))
+    if (folder / stored_queries.FILE).is_file():
+        rows.append(_same_text(label, stored_queries.FILE, stored_queries.render(ds, source),
+                               folder / stored_queries.FILE, how))
+    return rows
