@@ -1,6 +1,11 @@
 """The float32 exhaustive pass (``f32_kernel``) against the specification: the same top k (ids and order) and
 the same float64 scores, on exact ties, times on window edges, dormant vectors, k above the number of live
-vectors, ragged blocks, several as_of groups, and queries its certificate has to widen or give back."""
+vectors, ragged blocks, several as_of groups, and queries its certificate has to widen or give back.
+
+Bit for bit on dyadic vectors (exact cosines in any BLAS call: ``test_formulas.dyadic_unit``), at the model's
+dimension and the kernel's own block sizes; on Gaussian vectors, the run is the exact one (float64 cosines) up
+to the cosine's float32 rounding (``test_formulas.certificate_violations``), and every float32 key lies within
+the kernel's own rounding bound of its float64 key."""
 
 from __future__ import annotations
 
@@ -17,10 +22,9 @@ from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceP
 from smartvector_bench.systems.smartvector.signals.fusion import Weights
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams
 
-from .test_formulas import (EXPIRED, _unit, kernel_columns, near_queries, needs_shape_invariant_blas,
-                            spec_brute)
-
-pytestmark = needs_shape_invariant_blas
+from .test_formulas import (EXPIRED, F64_SLACK, ROWS, BlockSpy, _unit, certificate_violations, cosine_bound,
+                            dyadic_near, dyadic_unit, kernel_columns, near_queries, repeated_across_blocks,
+                            semantic_share, spec_brute, tie_rule_ties)
 
 
 @dataclass
@@ -39,29 +43,38 @@ class Scorer:
 
 def spec(sv: Scorer, stored, qv, as_of, c: Columns, k: int):
     """The spec's run on every vector: ``fused`` on the dense cosines (bit-identical to ``score()``,
-    tests/test_formulas.py), ranked by ``rank_by_score``."""
-    score, key, _ = fused(sv, c, (qv @ stored.T).astype(np.float64), as_of)
-    ranked, _ = rank_by_score(key, k)
-    top = np.take_along_axis(score, np.maximum(ranked, 0), axis=1)
-    return ranked, np.where(ranked >= 0, top, np.nan)
+    tests/test_formulas.py), ranked by ``rank_by_score``, by blocks of queries (a dyadic cosine is exact in any
+    product); (ranked, scores, the exact ties met along the tie rule)."""
+    ranked, top, ties = [], [], 0
+    for lo in range(0, len(qv), ROWS):
+        b = slice(lo, lo + ROWS)
+        score, key, _ = fused(sv, c, (qv[b] @ stored.T).astype(np.float64), as_of[b])
+        r, _ = rank_by_score(key, k)
+        ties += tie_rule_ties(r, key)
+        ranked.append(r)
+        top.append(np.where(r >= 0, np.take_along_axis(score, np.maximum(r, 0), axis=1), np.nan))
+    return np.concatenate(ranked), np.concatenate(top), ties
 
 
 def check(sv, stored, qv, as_of, c, k, **kw):
+    """The kernel's run against the spec's on the queries it certified: (ranked, the spec's, the rows given
+    back, the exact ties met)."""
     ranked, top, _, rest = fk.exhaustive_top_k_f32(sv, c, stored, qv, as_of, k, **kw)
-    want, want_top = spec(sv, stored, qv, as_of, c, k)
+    want, want_top, ties = spec(sv, stored, qv, as_of, c, k)
     done = np.setdiff1d(np.arange(len(qv)), rest)
     assert np.array_equal(ranked[done], want[done])
     assert np.array_equal(top[done], want_top[done], equal_nan=True)  # bit for bit: re-scored by fused
-    return ranked, want, rest
+    return ranked, want, rest, ties
 
 
 def tied_case(seed: int, n: int, q: int, dup: int):
-    """n vectors whose vectors and metadata repeat every ``dup`` rows (exact ties), queries at random as_of,
-    a third of them exactly on a vector's creation, validity end or successor's start (window edges)."""
+    """n dyadic vectors whose vectors and metadata repeat every ``dup`` rows (exact ties), queries near them at
+    random as_of, a third of them exactly on a vector's creation, validity end or successor's start (window
+    edges)."""
     rng = np.random.default_rng(seed)
-    base = _unit(rng, min(n, dup), 16)
+    base = dyadic_unit(rng, min(n, dup))
     stored = np.tile(base, (n // len(base) + 1, 1))[:n]
-    qv = _unit(rng, q, 16)
+    qv = dyadic_near(rng, base[rng.integers(0, len(base), q)])
     c, _ = kernel_columns(rng, n, dup)
     edges = np.concatenate([c.created, c.valid_to[np.isfinite(c.valid_to)], c.succ_from[np.isfinite(c.succ_from)]])
     as_of = np.where(rng.random(q) < 0.35, rng.choice(edges, q), rng.uniform(-10, 260, q))
@@ -74,9 +87,10 @@ def tied_case(seed: int, n: int, q: int, dup: int):
 def test_top_k_is_the_spec_on_ties_and_window_edges(dormant, dup):
     sv = Scorer(policy=StatusPolicy(dormant=dormant))
     stored, qv, as_of, c = tied_case(dup, 5000, 60, dup)
-    ranked, want, rest = check(sv, stored, qv, as_of, c, 10)
+    ranked, want, rest, ties = check(sv, stored, qv, as_of, c, 10)
     assert len(rest) == 0
     assert (want[:, 0] == -1).any() and (want[:, 0] >= 0).sum() > 30  # empty and full runs both occur
+    assert ties > 0 or dup == len(stored)  # repeated vectors and metadata: exact ties, by the lower index
     _, _, conf = fused(sv, c, (qv @ stored.T).astype(np.float64), as_of, need_confidence=True)
     assert (conf < sv.conf_params.dormant_threshold).any()  # dormant vectors occur
 
@@ -85,11 +99,12 @@ def test_agrees_with_the_signals_composed():
     """The same run as ``signals/`` composed directly (test_formulas.spec_brute), not only as ``fused``."""
     rng = np.random.default_rng(11)
     n, q, k = 4000, 50, 10
-    stored, qv = _unit(rng, n, 16), _unit(rng, q, 16)
+    stored = dyadic_unit(rng, n)
+    qv = dyadic_near(rng, stored[rng.integers(0, n, q)])
     c, raw = kernel_columns(rng, n, n)
     as_of = rng.uniform(-10, 260, q)
     ranked, top, _, rest = fk.exhaustive_top_k_f32(Scorer(), c, stored, qv, as_of, k)
-    want, want_score = spec_brute(stored, qv, as_of, c, raw, True, k)
+    want, want_score, _ = spec_brute(stored, qv, as_of, c, raw, True, k)
     assert len(rest) == 0 and np.array_equal(ranked, want)
     ok = want >= 0
     assert np.abs(top[ok] - want_score[ok]).max() <= 1e-15
@@ -98,7 +113,7 @@ def test_agrees_with_the_signals_composed():
 def test_k_above_the_live_vectors_pads():
     stored, qv, as_of, c = tied_case(3, 400, 30, 400)
     as_of = np.full(30, 5.0)  # early: few vectors created yet
-    ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 120)
+    ranked, want, rest, _ = check(Scorer(), stored, qv, as_of, c, 120)
     live = (want >= 0).sum(axis=1)
     assert len(rest) == 0 and (live < 120).all() and (live > 0).any()
 
@@ -108,8 +123,8 @@ def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
     monkeypatch.setattr(fk, "Q_BLOCK", 64)
     monkeypatch.setattr(fk, "CHUNK", 96)
     monkeypatch.setattr(fk, "PARALLEL_FROM", 0)  # the parallel column build too
-    stored, qv, as_of, c, _ = near_queries(3, 3000, 150, 8)
-    ranked, want, rest = check(Scorer(), stored, qv, as_of, c, 5)
+    stored, qv, as_of, c, _ = near_queries(3, 3000, 150)
+    ranked, want, rest, _ = check(Scorer(), stored, qv, as_of, c, 5)
     assert len(rest) == 0 and (want[:, 0] >= 0).all()
     assert fk.SERIAL_BELOW > 3
     check(Scorer(), stored, qv[:3], as_of[:3], c, 5)  # a block of few queries: the serial pass
@@ -119,18 +134,51 @@ def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch
     """With every vector repeated 40 times, 26 kept cannot certify: the query is re-run with more. Past
     MAX_KEPT it is returned for the caller's float64 path, never answered from an uncertified set."""
     stored, qv, as_of, c = tied_case(5, 4000, 20, 100)
-    _, _, rest = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
+    _, _, rest, _ = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
     assert len(rest) == 0
     monkeypatch.setattr(fk, "MAX_KEPT", 64)
-    _, want, rest = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
+    _, want, rest, _ = check(Scorer(), stored, qv, as_of, c, 10, extra=16)
     assert len(rest) > 0 and (want[rest, 0] >= 0).all()
+
+
+def test_top_k_across_blocks_at_the_kernels_sizes(monkeypatch):
+    """``Q_BLOCK`` queries and a few more (their block takes the serial pass), vectors over two full ``WIDTH``
+    blocks and a last one narrower than a ``CHUNK``, every vector repeated half the corpus later (exact ties
+    across blocks)."""
+    n, q = 2 * (fk.WIDTH + fk.CHUNK // 3), fk.Q_BLOCK + fk.SERIAL_BELOW // 2
+    stored, qv, as_of, c, _ = repeated_across_blocks(8, n, q)
+    spy = BlockSpy(monkeypatch, fk, "scan_block", "scan_block_serial")
+    ranked, want, rest, ties = check(Scorer(), stored, qv, as_of, c, 9)  # odd: a tied pair across the cut
+    spy.assert_crosses(n)
+    assert {b[0] for b in spy.blocks} == {"scan_block", "scan_block_serial"}
+    assert len(rest) == 0 and ties > 0 and (want[:, 0] >= 0).mean() > 0.9
+
+
+def test_random_vectors_are_within_the_certificate(monkeypatch):
+    """Gaussian vectors at the same shapes: the run is the exact one (the spec on float64 cosines) up to the
+    cosine's float32 rounding, whatever this host's BLAS does with the blocks."""
+    n, q = 2 * (fk.WIDTH + fk.CHUNK // 3), fk.Q_BLOCK + fk.SERIAL_BELOW // 2
+    stored, qv, as_of, c, _ = repeated_across_blocks(10, n, q, dyadic=False)
+    spy = BlockSpy(monkeypatch, fk, "scan_block", "scan_block_serial")
+    sv = Scorer()
+    ranked, top, _, rest = fk.exhaustive_top_k_f32(sv, c, stored, qv, as_of, 10)
+    spy.assert_crosses(n)
+    assert len(rest) == 0 and (ranked[:, 0] >= 0).mean() > 0.9
+    bound = semantic_share(sv.weights) * cosine_bound(qv, stored) + F64_SLACK
+    exact, bad = stored.T.astype(np.float64), 0
+    for lo in range(0, q, ROWS):
+        b = slice(lo, lo + ROWS)
+        score, key, _ = fused(sv, c, qv[b].astype(np.float64) @ exact, as_of[b])
+        bad += certificate_violations(ranked[b], top[b], key, score, bound[b])
+    assert bad == 0
 
 
 def test_query_groups_over_a_long_span():
     """as_of spread over far more than SPAN half-lives: several time origins, each exact."""
     rng = np.random.default_rng(2)
     n, q = 3000, 40
-    stored, qv = _unit(rng, n, 16), _unit(rng, q, 16)
+    stored = dyadic_unit(rng, n)
+    qv = dyadic_near(rng, stored[rng.integers(0, n, q)])
     c, _ = kernel_columns(rng, n, n)
     span = 3 * fk.SPAN * 30.0
     c = replace(c, created=c.created * span / 200, valid_from=c.valid_from * span / 200,
@@ -142,8 +190,8 @@ def test_query_groups_over_a_long_span():
 
 def test_expired_score_above_one():
     sv = Scorer(temporal=TemporalParams(expired_score=3.0))
-    stored, qv, as_of, c, _ = near_queries(5, 2000, 30, 16)
-    ranked, want, rest = check(sv, stored, qv, as_of, c, 5)
+    stored, qv, as_of, c, _ = near_queries(5, 2000, 30)
+    ranked, want, rest, _ = check(sv, stored, qv, as_of, c, 5)
     assert len(rest) == 0
     assert ((as_of >= c.valid_to[np.maximum(want[:, 0], 0)]) & (want[:, 0] >= 0)).any()  # an expired top hit
 
@@ -155,7 +203,7 @@ def test_rounding_bound_holds_and_is_tight(deprio):
     sv = Scorer(policy=StatusPolicy(dormant="deprioritize" if deprio else "include"))
     rng = np.random.default_rng(9)
     n, q = 3000, 40
-    stored, qv = _unit(rng, n, 32), _unit(rng, q, 32)
+    stored, qv = _unit(rng, n), _unit(rng, q)  # Gaussian: the bound does not rest on exact cosines
     c, _ = kernel_columns(rng, n, n)
     as_of = rng.uniform(-10, 260, q)
     w, tp, cp = sv.weights, sv.temporal, sv.conf_params
