@@ -240,8 +240,8 @@ def test_missing_file_is_named(tiny_dataset, tmp_path):
 
 @pytest.mark.parametrize("manifest, message", [
     ("[1, 2, 3]\n", r"manifest\.json: expected a JSON object"),
-    ('{"files": ["corpus.jsonl"]}\n', r"manifest\.json: 'files' must be an object"),
-    ('{"files": {"corpus.jsonl": 42}}\n', r"manifest\.json: 'files\.corpus\.jsonl' must be a sha256 string"),
+    ('{"files": ["corpus.jsonl"]}\n', r"manifest\.json:1: files: must be an object"),
+    ('{"files": {"corpus.jsonl": 42}}\n', r"manifest\.json:1: files\.corpus\.jsonl: must be a sha256 string"),
     ('{"files": \n', r"manifest\.json:\d+: not valid JSON"),
 ])
 def test_malformed_manifest_is_a_bench_error(tiny_dataset, tmp_path, manifest, message):

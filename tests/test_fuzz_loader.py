@@ -2,8 +2,9 @@
 
 The property, for every drawn corruption: ``load_dataset`` either returns a ``Dataset`` (only where the
 corruption leaves nothing the loader checks broken) or raises ``BenchError`` with a one-line message that names
-the offending file; it never raises anything else and never writes into the folder (its listing, bytes, modes
-and mtimes are unchanged, no temporary leftovers). Five families of corruption, each a test:
+the offending file (for a manifest with several problems, one ``BenchProblems``: a heading and one line per
+problem); it never raises anything else and never writes into the folder (its listing, bytes, modes and mtimes
+are unchanged, no temporary leftovers). Five families of corruption, each a test:
 
 - raw bytes (truncate, flip, insert, delete, invalid UTF-8, BOM, UTF-16, NUL, empty, CRLF, ...) with the
   manifest as generated: any change of a checked file's bytes must be caught (the manifest has its sha256);
@@ -49,7 +50,7 @@ from smartvector_bench.core import CONF_DIR
 from smartvector_bench.core.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES, QUERY_META, Dataset, dataset_sha256,
                                        load_dataset)
 from smartvector_bench.core.schema.check import validate_folder
-from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.errors import BenchError, BenchProblems
 
 from .conftest import IS_ROOT, run_as_nobody
 
@@ -201,11 +202,16 @@ def run_case(test: str, base: Base, case: Case) -> None:
                 msg = str(exc)
                 OUTCOMES[(test, "rejected")] += 1
                 OUTCOMES_LAST[0] = "rejected"
-                assert msg and len(msg.splitlines()) == 1 and "\n" not in msg and "\r" not in msg, \
-                    f"{case.desc}: message is not one line: {msg!r}"
+                lines = msg.split("\n")
+                if isinstance(exc, BenchProblems) and len(exc.problems) > 1:  # a manifest's problems, all at once
+                    assert lines[0].endswith(f"{len(exc.problems)} problems, each with its fix:") and \
+                        lines[1:] == [f"  {p}" for p in exc.problems], f"{case.desc}: not a problem list: {msg!r}"
+                else:
+                    assert msg and len(lines) == 1, f"{case.desc}: message is not one line: {msg!r}"
+                assert "\r" not in msg, f"{case.desc}: message holds a carriage return: {msg!r}"
                 names = case.named or ANY_NAME
                 assert any(n in msg for n in names), f"{case.desc}: message names none of {names}: {msg!r}"
-                assert len(msg) < 1000, f"{case.desc}: message is {len(msg)} characters long"
+                assert max(map(len, lines)) < 1000, f"{case.desc}: a line of the message is over 1000 characters"
             except Exception as exc:  # the contract: nothing but BenchError
                 raise AssertionError(f"{case.desc}: {type(exc).__name__}: {exc}") from exc
             else:
@@ -1099,28 +1105,29 @@ DEFECTS = [
     ("unknown 'asks' accepted", _row_edit("labels/queries.jsonl", 1, _set("asks", "trivia")), True,
      r"labels/queries\.jsonl:1: 'asks' is 'trivia'; allowed: policy, runbook, message"),
     ("manifest without schema_version accepted", _manifest_edit(lambda m: m.pop("schema_version")), False,
-     r"manifest\.json: has no 'schema_version'; this loader reads schema 2\.0 or 2\.1"),
+     r"manifest\.json: schema_version: missing; this loader reads schema 2\.0 or 2\.1; regenerate the folder"),
     ("manifest of another schema accepted", _manifest_edit(lambda m: m.update(schema_version="1.0")), False,
-     r"manifest\.json: 'schema_version' is '1\.0'; this loader reads schema 2\.0 or 2\.1"),
+     r"manifest\.json:1: schema_version: '1\.0' is older than 2\.0 \(this loader reads schema 2\.0 or 2\.1\); "
+     r"regenerate the folder \(`smartvector-gen dataset=versioned_policies out_dir=<new folder>`"),
     ("manifest without dataset_sha256 accepted", _manifest_edit(lambda m: m.pop("dataset_sha256")), False,
-     r"manifest\.json: has no 'dataset_sha256'; regenerate the dataset"),
+     r"manifest\.json: dataset_sha256: missing \(.*\); regenerate the folder"),
     ("manifest without files accepted", _manifest_edit(lambda m: m.pop("files")), False,
-     r"manifest\.json: has no 'files' \(the sha256 of every file\); regenerate"),
+     r"manifest\.json: files: missing \(the sha256 of every file\); regenerate"),
     ("files entry {sha256: null} skipped",
      _manifest_edit(lambda m: m["files"]["corpus.jsonl"].update(sha256=None)), False,
-     r"manifest\.json: 'files\.corpus\.jsonl' must be a sha256 string \(64 lowercase hex digits\)"),
+     r"manifest\.json:1: files\.corpus\.jsonl: must be a sha256 string \(64 lowercase hex digits\)"),
     ("files entry missing accepted", _manifest_edit(lambda m: m["files"].pop("queries.jsonl")), False,
-     r"manifest\.json: 'files' has no entry for queries\.jsonl"),
+     r"manifest\.json:1: files: has no entry for queries\.jsonl"),
     ("files entry outside the folder ignored",
      _manifest_edit(lambda m: m["files"].update({"../x": hashlib.sha256(b"").hexdigest()})), False,
-     r"manifest\.json: 'files' names '\.\./x', which is not a relative path inside the dataset folder"),
+     r"manifest\.json:1: files: names '\.\./x', which is not a relative path inside the dataset folder"),
     ("files entry for a missing file ignored",
      _manifest_edit(lambda m: m["files"].update({"documents.jsonl": hashlib.sha256(b"").hexdigest()})), False,
      r"documents\.jsonl: file is missing; manifest\.json lists it"),
     ("wrong 'bytes' ignored", _manifest_edit(lambda m: m["files"]["corpus.jsonl"].update(bytes=1)), False,
-     r"manifest\.json: 'files\.corpus\.jsonl\.bytes' is 1, but the file has \d+ bytes"),
+     r"manifest\.json:1: files\.corpus\.jsonl\.bytes: is 1, but the file has \d+ bytes"),
     ("config null: AttributeError", _manifest_edit(lambda m: m.update(config=None)), False,
-     r"manifest\.json: 'config' must be an object \(the generator's parameters\), got null"),
+     r"manifest\.json:1: config: must be an object \(the generator's parameters\), got null"),
     ("manifest.json a folder: treated as no manifest",
      lambda f: ((f / "manifest.json").unlink(), (f / "manifest.json").mkdir()), False,
      r"manifest\.json: is a folder, not a file"),
@@ -1207,6 +1214,7 @@ def test_unreadable_file_is_a_bench_error_for_an_unprivileged_user(base, target)
                     "the permissions of its folder")
         else:
             want = f"BenchError: {folder / target}: cannot be read (Permission denied); check its permissions"
+            want += "; or delete manifest.json to load the folder unchecked" if target == "manifest.json" else ""
         assert got == want
     finally:
         _restore_permissions(tmp)

@@ -1,4 +1,5 @@
-"""Turn bad input into one clear line on stderr and exit 2, for every console script.
+"""Turn bad input into one clear line on stderr and exit 2, for every console script (a BenchProblems, which
+lists several problems found in one pass, into one line per problem).
 
 :func:`reports_bad_input` wraps the work a Hydra task does; :func:`hydra_entry` wraps the Hydra app itself, so
 errors raised before the task runs (an unknown key, a missing config group option, an override that does not
@@ -13,7 +14,7 @@ import sys
 
 from omegaconf.errors import OmegaConfBaseException
 
-from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.errors import BenchError, BenchProblems
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 1
@@ -46,6 +47,12 @@ def one_line(exc: BaseException) -> str:
     return "; ".join(parts) or type(exc).__name__
 
 
+def shown(exc: BaseException) -> str:
+    """What an entry point prints for ``exc``: a :class:`BenchProblems` keeps its lines (a heading, then one
+    line per problem, each with its fix); anything else is :func:`one_line`."""
+    return str(exc) if isinstance(exc, BenchProblems) else one_line(exc)
+
+
 def reports_bad_input(prog: str):
     def wrap(fn):
         @functools.wraps(fn)
@@ -53,7 +60,7 @@ def reports_bad_input(prog: str):
             try:
                 return fn(*args, **kwargs)
             except (BenchError, OmegaConfBaseException) as exc:  # e.g. a missing mandatory value (out_dir=???)
-                print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+                print(f"{prog}: error: {shown(exc)}", file=sys.stderr)
                 sys.exit(EXIT_BAD_INPUT)
         return inner
     return wrap
@@ -83,7 +90,7 @@ def hydra_entry(prog: str, hydra_main):
             if wants_traceback:
                 raise
             where = getattr(exc, "override", None)  # OverrideParseException: name the override itself
-            print(f"{prog}: error: {f'override {where!r}: ' if where else ''}{one_line(exc)}", file=sys.stderr)
+            print(f"{prog}: error: {f'override {where!r}: ' if where else ''}{shown(exc)}", file=sys.stderr)
             sys.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             print(f"{prog}: interrupted", file=sys.stderr)

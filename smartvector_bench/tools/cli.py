@@ -18,7 +18,7 @@ from experiments import KINDS as EXPERIMENTS  # noqa: F401 - re-exported: the ex
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.systems import discovery
 from smartvector_bench.core import scratch
-from smartvector_bench.core.cli_errors import hydra_entry, one_line, reports_bad_input
+from smartvector_bench.core.cli_errors import hydra_entry, reports_bad_input, shown
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.tools.sweeps import STATUS_FILE, resume
 from smartvector_bench.tools.validate import experiment_module, validate_config  # noqa: F401 - re-exported
@@ -97,7 +97,7 @@ def bench(cfg: DictConfig) -> dict:
         try:
             return _job(cfg)
         except (BenchError, OmegaConfBaseException) as exc:
-            print(f"{PROG}: error: {one_line(exc)}", file=sys.stderr)
+            print(f"{PROG}: error: {shown(exc)}", file=sys.stderr)
             raise
     return reports_bad_input(PROG)(_job)(cfg)
 

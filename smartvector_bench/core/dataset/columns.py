@@ -150,3 +150,5 @@ class Dataset:
     manifest: dict | None
     labels: Labels | None = None
     split_assignment: dict | None = None  # how queries without a split got one (load_queries), for metrics.json
+    # What the loader said on stderr about the folder (loaded unchecked, query metadata it ignores), one line each
+    notes: tuple[str, ...] = ()

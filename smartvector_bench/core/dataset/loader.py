@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from pathlib import Path
 
 from smartvector_bench.core.errors import BenchError
@@ -12,7 +13,7 @@ from .columns import Dataset, LABEL_FILES, SPLITS
 from .corpus import load_corpus
 from .labels import load_labels
 from .manifest import check_manifest, DATA_FILES, dataset_sha256
-from .queries import load_qrels, load_queries, SplitSettings
+from .queries import ignored_labels_note, load_qrels, load_queries, SplitSettings
 from .read import decode_utf8, path_kind, read_bytes, show
 
 _LAYOUT = ("a dataset folder holds corpus.jsonl, queries.jsonl, qrels/dev.tsv and/or qrels/test.tsv, and optionally "
@@ -21,8 +22,10 @@ _LAYOUT = ("a dataset folder holds corpus.jsonl, queries.jsonl, qrels/dev.tsv an
 
 def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Dataset:
     """Load and check a dataset folder. Bad input raises BenchError naming the file (and line); nothing is
-    written. With a ``manifest.json``, every file it lists must match its sha256 first. ``split`` says how
-    queries without a split get one (:func:`load_queries`)."""
+    written. With a ``manifest.json``, every file it lists must match its sha256 first (all its problems in one
+    BenchProblems); without one the folder loads unchecked. ``split`` says how queries without a split get one
+    (:func:`load_queries`). What the caller should know but is no error (no manifest; label-like query
+    metadata, which is ignored) is one line each on stderr, and in ``Dataset.notes``."""
     if not isinstance(path, (str, os.PathLike)):
         raise BenchError(f"dataset.path={show(path)}: must be the path of a dataset folder")
     if not str(path).strip():
@@ -65,9 +68,20 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     corpus = load_corpus(root / "corpus.jsonl", texts["corpus.jsonl"])
     qpaths = {s_: root / "qrels" / f"{s_}.tsv" for s_ in SPLITS if f"qrels/{s_}.tsv" in raw}
     qrels = {s_: load_qrels(qpaths[s_], texts[f"qrels/{s_}.tsv"]) for s_ in qpaths}
+    ignored: dict[str, list[int]] = {}
     queries, assignment, dropped = load_queries(root / "queries.jsonl", corpus, qrels, texts["queries.jsonl"],
-                                                qpaths, split=split)
+                                                qpaths, split=split, ignored=ignored)
     labels = load_labels(root, corpus, queries, texts, dropped=dropped) if has_labels else None
     hashes = {name: hashlib.sha256(data).hexdigest() for name, data in raw.items()}
+    notes = []
+    if manifest is None:
+        notes.append(f"{root}: note: no manifest.json, so the folder loads unchecked (no recorded sha256 or schema "
+                     "version to check its files against; smartvector-gen writes one)")
+    if ignored:
+        notes.append(ignored_labels_note(root / "queries.jsonl", ignored, "labels/queries.jsonl" in raw))
+    # stderr, not logging or warnings: every entry point then shows them the same way, and stdout stays the
+    # command's output (tables, the validator's summary)
+    for note in notes:
+        print(note, file=sys.stderr)
     return Dataset(path=root, corpus=corpus, queries=queries, sha256=dataset_sha256(hashes), seed=seed,
-                   manifest=manifest, labels=labels, split_assignment=assignment)
+                   manifest=manifest, labels=labels, split_assignment=assignment, notes=tuple(notes))

@@ -71,15 +71,33 @@ def assign_grouped_split(groups: list[str], settings: SplitSettings) -> dict[str
     return {distinct[int(i)]: "test" if rank < n_test else "dev" for rank, i in enumerate(order)}
 
 
+# Keys of a query row (or its metadata) that hold labels the loader never reads from there: stale and rumour
+# sets come from labels/queries.jsonl only (a retriever sees queries.jsonl), so a BEIR export that carries them
+# in metadata gets a warning instead of rates silently left unmeasured.
+LABEL_LIKE = re.compile(r"stale|rumou?r", re.IGNORECASE)
+
+
+def ignored_labels_note(path: Path, found: dict[str, list[int]], has_query_labels: bool) -> str:
+    """The warning for label-like keys of ``queries.jsonl`` (``found``: key -> [queries, first line])."""
+    keys = ", ".join(f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, (n, _) in sorted(found.items()))
+    return (f"{path}:{min(line for _, line in found.values())}: warning: ignored {keys}: stale and rumour sets are "
+            "read from labels/queries.jsonl only, one line per query: "
+            '{"_id": "<query id>", "stale": ["<chunk id>", ...], "rumor": ["<chunk id>", ...]} '
+            "(docs/datasets.md, Labels)" + ("" if has_query_labels else
+                                            "; this folder has none, so the stale and rumour rates are not measured"))
+
+
 def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int, int]]]],
                  text: str | None = None, qrels_paths: dict[str, Path] | None = None,
-                 split: SplitSettings | None = None) -> tuple[Queries, dict | None, set[str]]:
+                 split: SplitSettings | None = None,
+                 ignored: dict[str, list[int]] | None = None) -> tuple[Queries, dict | None, set[str]]:
     """Queries and their judgments. Every metadata field is optional (:data:`QUERY_DEFAULTS`). A query without
     ``metadata.split`` takes the split of the qrels file that judges it when the folder has both dev and test
     qrels; otherwise a seeded split grouped by the document of its best-graded relevant chunk is assigned (the
     second value returned records how, ``None`` when nothing was assigned). A query without a split that no
     qrels file judges is left out (the third value: their ids) (a BEIR queries.jsonl lists every split's queries); one with a split must
-    have a relevant chunk in its split's file."""
+    have a relevant chunk in its split's file. ``ignored``, when given, collects the label-like keys
+    (:data:`LABEL_LIKE`, e.g. ``metadata.stale``) as key -> [queries that have it, first line]."""
     rows = read_jsonl(path, text=text)
     qpaths = qrels_paths or {s: Path("qrels") / f"{s}.tsv" for s in qrels}
     ids, texts, as_of_text = [], [], []
@@ -97,6 +115,10 @@ def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tup
         ids.append(qid)
         texts.append(need(obj, "text", where, str))
         meta = need(obj, "metadata", where, dict) if "metadata" in obj else {}
+        if ignored is not None:
+            for key in [k for k in obj if LABEL_LIKE.search(k)] + [f"metadata.{k}" for k in meta
+                                                                    if LABEL_LIKE.search(k)]:
+                ignored.setdefault(key, [0, lineno])[0] += 1
         query_time = meta_time(meta, "query_time", where) if "query_time" in meta else None
         as_of = meta_time(meta, "as_of", where) if "as_of" in meta else None
         query_time = query_time if query_time is not None else as_of if as_of is not None else default_time

@@ -26,8 +26,6 @@ MAX_INT = 2**53 - 1  # the largest integer every JSON reader holds exactly: boun
 MISSING = object()  # the default that tells an absent key from one set to null
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")  # a sha256 as the manifest writes it (lower-case hex)
 QRELS_SCORE = re.compile(r"[0-9]{1,9}")  # a qrels grade: a non-negative integer that fits an int32
-# the fix every manifest message ends with
-MANIFEST_FIX = "regenerate the dataset with smartvector-gen, or delete manifest.json to load the folder unchecked"
 
 
 def show(value, limit: int = 60) -> str:

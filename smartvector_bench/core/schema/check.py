@@ -2,7 +2,8 @@
 
 Each line of each file is checked against its row schema in ``dataset.schema.json`` (jsonschema, Draft 2020-12),
 then ids and references across files (duplicate ids, unknown chunks in ``depends_on`` / ``supersedes`` / qrels /
-labels, windows, splits), then the manifest's hashes. Every problem is reported as ``file:line: field: what is
+labels, windows, splits), then the manifest, with the loader's own check (every problem of it, each with its fix:
+:func:`smartvector_bench.core.dataset.manifest_problems`). Every problem is reported as ``file:line: field: what is
 wrong and what is allowed``. When none is found, the folder is loaded with the benchmark's own loader
 (:func:`smartvector_bench.core.dataset.load_dataset`), so a folder this command accepts is one the benchmark runs on.
 Exit 0 when valid, 1 with problems, 2 for a bad command line.
@@ -11,7 +12,6 @@ Exit 0 when valid, 1 with problems, 2 for a bad command line.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from dataclasses import dataclass
@@ -20,8 +20,9 @@ from pathlib import Path
 
 import jsonschema
 
-from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, SPLITS, SplitSettings, dataset_sha256, load_dataset
-from smartvector_bench.core.dataset.read import (QRELS_HEADER, decode_utf8, iso_days, json_lines, parse_json, path_kind,
+from smartvector_bench.core.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES, load_dataset, manifest_problems,
+                                            SPLITS, SplitSettings)
+from smartvector_bench.core.dataset.read import (QRELS_HEADER, decode_utf8, iso_days, json_lines, path_kind,
                                                  read_bytes, tsv_lines)
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
@@ -245,31 +246,20 @@ def _references(corpus, queries, qrels, labels, chunk_ids: dict, query_ids: dict
 
 
 def _manifest(root: Path, problems: list[Problem]) -> None:
-    if path_kind(root / "manifest.json") == "missing":
-        return
+    """The loader's own manifest check (every problem, each with its fix), so both list the same problems."""
+    raw = {}
+    for name in DATA_FILES + LABEL_FILES:  # what the loader reads and the manifest must cover
+        try:
+            if path_kind(root / name) == "file":
+                raw[name] = (root / name).read_bytes()
+        except (BenchError, OSError):
+            pass  # an unreadable file is reported as that file's problem
     try:
-        manifest = parse_json(decode_utf8(root / "manifest.json", read_bytes(root / "manifest.json", "")))
-    except (BenchError, ValueError, RecursionError) as exc:
-        problems.append(Problem("manifest.json", None, None, f"cannot be read as JSON ({str(exc)[:100]})"))
+        _, _, found = manifest_problems(root, raw)
+    except BenchError as exc:  # manifest.json's folder cannot be read
+        problems.append(Problem("manifest.json", None, None, str(exc)))
         return
-    found = _row_problems(_validator("manifest"), "manifest.json", 0, manifest)
-    problems += [Problem(p.file, None, p.field, p.message) for p in found]
-    if found:
-        return
-    hashes = {}
-    for name, entry in sorted(manifest["files"].items()):
-        want = entry if isinstance(entry, str) else entry["sha256"]
-        if path_kind(root / name) != "file":
-            problems.append(Problem("manifest.json", None, f"files.{name}", "the file it lists is missing"))
-            continue
-        digest = hashlib.sha256((root / name).read_bytes()).hexdigest()
-        if digest != want:
-            problems.append(Problem(name, None, None, "sha256 differs from manifest.json (edited after generation?)"))
-        hashes[name] = digest
-    data = {n: d for n, d in hashes.items() if n in ("corpus.jsonl", "queries.jsonl") + QRELS + LABEL_FILES}
-    if not any(p.file == "manifest.json" or p.file in data for p in problems) and \
-            dataset_sha256(data) != manifest["dataset_sha256"]:
-        problems.append(Problem("manifest.json", None, "dataset_sha256", "does not match the files"))
+    problems += [Problem(p.file, p.line, p.field, f"{p.what}; {p.fix}") for p in found]
 
 
 def validate_folder(path: str | Path, split: SplitSettings | None = None):
