@@ -23,6 +23,8 @@ from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.evaluator import evaluate_split, hit_labels, judge, power_analysis
+from smartvector_bench.core import measured
+from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.calibration import calibration_report
 from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
@@ -143,10 +145,17 @@ def _dataset_extras(dataset: Dataset) -> dict:
     return out
 
 
-def _info(retriever, queries) -> dict:
+# contradiction_detection's figures that are scored against the rumour sets (``verdicts`` is the system's own count)
+RUMOUR_SCORED = ("rumours_ingested", "rumours_demoted", "rumour_recall", "loser_precision")
+
+
+def _info(retriever, queries, unmeasured: dict[str, str]) -> dict:
     info = retriever.describe()
     if isinstance(retriever, AuditsConsolidation):  # score its verdicts against the injected rumours
-        info["contradiction_detection"] = retriever.contradiction_detection(queries.rumor)
+        found = retriever.contradiction_detection(queries.rumor)
+        if why := unmeasured.get(M.RUMOR_RATE):  # no rumour sets: nothing to score against
+            found = {**found, **dict.fromkeys(RUMOUR_SCORED), measured.KEY: dict.fromkeys(RUMOUR_SCORED, why)}
+        info["contradiction_detection"] = found
     return info
 
 
@@ -165,10 +174,12 @@ def calibrate(run: Run, correct: np.ndarray, queries, s: MainSettings) -> dict:
             for m in CALIBRATION_METHODS}
 
 
-def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings) -> tuple[dict, dict, dict, dict]:
+def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
+                  unmeasured: dict[str, str] | None = None) -> tuple[dict, dict, dict, dict]:
     """Everything metrics.json holds about the ranked lists, from the runs alone: each system's judgments, its
     metrics per split (paired tests against ``s.baseline`` when it ran), its calibration, and the power analysis.
-    The gate replays committed run files through it (``tools/gate/host_noise.replay``)."""
+    ``unmeasured``: the dataset's ``measured.unmeasured`` (None: everything is measured). The gate replays
+    committed run files through it (``tools/gate/replay.py``)."""
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
     baseline_correct = judged[baseline]["correct"] if baseline in runs else None
@@ -177,7 +188,8 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings) -> tup
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
                                                n_boot=s.n_boot, seed=s.bootstrap_seed, n_bins=s.ece_bins,
                                                windows=(corpus.valid_from, corpus.valid_to),
-                                               n_permutations=s.n_permutations, judged=judged[name])
+                                               n_permutations=s.n_permutations, judged=judged[name],
+                                               unmeasured=unmeasured)
                          for split in SPLITS}
     calibration = {name: calibrate(r, judged[name]["correct"], queries, s) for name, r in runs.items()}
     power_ref = s.power_reference
@@ -227,7 +239,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             signals[name] = retriever.hit_signals(query_vecs, queries.as_of, run_.ranked)
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
-    judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s)
+    unmeasured = measured.unmeasured(dataset)  # {metric: reason}; empty for a generated dataset
+    judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s, unmeasured=unmeasured)
+    per_query = measured.per_query_clusters(dataset)
     result = MainMetrics(
         schema_version=SCHEMA_VERSION,
         dataset={"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
@@ -235,14 +249,15 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                  "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
                  "n_queries": len(queries), "seed": dataset.seed,
                  "n_families": int(len(set(queries.family.tolist()))),
-                 "labels": dataset.labels is not None, **_dataset_extras(dataset)},
+                 "labels": dataset.labels is not None, **_dataset_extras(dataset),
+                 **({measured.CLUSTERS: per_query} if per_query else {})},
         embedder=embedder.model_id,
         experiment={"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,
                     "serve_time": format_iso(from_days(serve_time))},
         systems=results,
         power=power,
         calibration=calibration,
-        system_info={name: _info(retrievers[name], queries) for name in systems},
+        system_info={name: _info(retrievers[name], queries, unmeasured) for name in systems},
         skipped_systems=skipped or None,
         timings_s={k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
         resources={"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only
@@ -251,7 +266,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     metrics = result.to_dict()
     for name, r in runs.items():
         write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10,
-                        labels=hit_labels(r, queries, k=10), signals=signals.get(name))
+                        labels=hit_labels(r, queries, k=10), signals=signals.get(name), unmeasured=unmeasured)
         write_run_trec(out_dir / f"run_{name}.trec", r, queries, corpus, k=10)
     for split in SPLITS:  # qrels beside the TREC runs, so trec_eval / ir-measures / ranx score them as they are
         write_qrels_trec(out_dir / f"qrels_{split}.trec", queries, corpus, split=split)

@@ -36,8 +36,9 @@ from smartvector_bench.core import claims as C, verdicts as V  # noqa: E402
 from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
 from smartvector_bench.core.metrics import names as M  # noqa: E402
 from smartvector_bench.core.schema import field_table  # noqa: E402
+from smartvector_bench.core import measured  # noqa: E402
 from smartvector_bench.core.report import (  # noqa: E402
-    calibration_table, category_table, main_table, ordered, power_line,
+    calibration_table, category_table, interval_text, main_table, not_measured_line, ordered, power_line,
 )
 from smartvector_bench.core.results import (  # noqa: E402
     TIDY, FeedbackLoop, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
@@ -93,8 +94,11 @@ def _main_section(results: Path, folder: str, calibration: bool = True) -> str:
     head = (f"`{d['name']}`, seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries in "
             f"{d.get('n_families', '-')} families; test split = the held-out families "
             f"(`results/{rel}`, dataset sha256 {d['sha256'][:12]}).")
+    if measured.clusters_note(m):  # no families: say what the brackets resample instead
+        head += f" {interval_text(m)}"
     cal = f"\n\n{_calibration_text(m)}" if calibration and mm.calibration else ""
-    return f"{head}\n\n{main_table(m, 'test')}\n\n{power_line(m)}{cal}\n"
+    missing = f"{line}\n\n" if (line := not_measured_line(m, "test")) else ""
+    return f"{head}\n\n{main_table(m, 'test')}\n\n{missing}{power_line(m)}{cal}\n"
 
 
 def _calibration_text(m: dict) -> str:
@@ -158,8 +162,8 @@ def _seeds_section(results: Path) -> str:
         for key in M.SUMMARY_METRICS:  # top-1, stale rate, rumour rate, ECE: the table's columns
             v = t.get(key) or {}
             mean, sd = v.get("mean"), v.get("sd")
-            if mean is None:
-                cells.append("-")
+            if mean is None:  # no seed measured it (null in every job's metrics.json)
+                cells.append(measured.TEXT if v.get("n") == 0 else "-")
             elif key == M.ECE:
                 cells.append(f"{mean:.3f} ({(sd or 0):.3f})")
             else:
@@ -258,7 +262,8 @@ def _tune_section(results: Path) -> str:
     return (f"Held-out tuning of {r['system']}'s weights (`results/tune/`, dataset seed {_sweep_seed(results, 'tune')}, "
             f"{r['n_candidates']} of {r['n_planned']} grid points): chosen by dev top-1 {_pct(w['dev'][M.TOP1])} "
             f"({r['selection']}): `{w['overrides']}`; its test top-1 is {_pct(t[M.TOP1])}{ci_text}, stale rate "
-            f"{_pct(t.get(M.STALE_RATE))}, ECE {t.get(M.ECE):.3f}{note}.\n")
+            f"{measured.TEXT if measured.reason(t, M.STALE_RATE) else _pct(t.get(M.STALE_RATE))}, ECE "
+            f"{t.get(M.ECE):.3f}{note}.\n")
 
 
 def sections(results: Path) -> dict[str, str]:

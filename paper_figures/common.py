@@ -27,6 +27,7 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
+from smartvector_bench.core import measured
 from smartvector_bench.core.atomic import atomic_write_bytes
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import MainMetrics, ResultError
@@ -81,6 +82,10 @@ PAPER_COLOUR = "#d62728"
 # that resamples whole policy families, since the queries of one family are not independent.
 CLUSTER_CI = "95% cluster bootstrap intervals over families"
 CLUSTER_CI_ONE = "95% cluster bootstrap interval over families"
+# ... and when the run has no families (metrics.json's dataset.clusters): each query is its own cluster.
+QUERY_CI = "95% bootstrap intervals over queries (no families: each query its own cluster)"
+QUERY_CI_ONE = "95% bootstrap interval over queries (no families: each query its own cluster)"
+NOT_MEASURED = measured.TEXT  # a bar's label where metrics.json stores null with a reason
 
 
 class FigureInputError(ResultError):
@@ -193,6 +198,18 @@ def main_metric(m: MainMetrics, path: Path, system: str, split: str, name: str) 
     where = f"{path}: {at}.{M.ci(name)}"
     return (as_float(m.metric(system, split, name), f"{path}: {at}.{name}", allow_none=True),
             as_float(lo, where, allow_none=True), as_float(hi, where, allow_none=True))
+
+
+def interval_words(m: MainMetrics, one: bool = False) -> str:
+    """What a run's whiskers are: the cluster bootstrap over families, or over queries when it has none."""
+    if measured.CLUSTERS in m.dataset:
+        return QUERY_CI_ONE if one else QUERY_CI
+    return CLUSTER_CI_ONE if one else CLUSTER_CI
+
+
+def not_measured(m: MainMetrics, systems, split: str, key: str) -> str | None:
+    """The stored reason ``key`` was not measured on ``split`` (the dataset's: the same for every system)."""
+    return next((why for s in systems if (why := measured.reason(m.split(s, split), key))), None)
 
 
 def split_counts(m: MainMetrics, path: Path, systems, split: str = "test") -> tuple[int | None, int | None]:

@@ -31,6 +31,8 @@ CATEGORY = "historical"
 def load(path: Path) -> tuple[list[str], dict]:
     m = MainMetrics.load(path)
     systems = c.main_systems(m, path, SPLIT)
+    if why := c.not_measured(m, systems, SPLIT, M.LEAKAGE_AT_10):  # nothing to draw: no bar may read as 0
+        return systems, {"not_measured": why}, c.split_counts(m, path, systems, SPLIT), c.interval_words(m, one=True)
     data = {}
     for s in systems:
         value, lo, hi = c.main_metric(m, path, s, SPLIT, M.LEAKAGE_AT_10)
@@ -38,7 +40,7 @@ def load(path: Path) -> tuple[list[str], dict]:
         hist = get_path(m.split(s, SPLIT), ("by_category", CATEGORY, M.LEAKAGE_AT_10), str(path), float,
                         allow_none=True, field=at)
         data[s] = {"all": value, "ci": (lo, hi), CATEGORY: c.or_nan(hist)}
-    return systems, data, c.split_counts(m, path, systems, SPLIT)
+    return systems, data, c.split_counts(m, path, systems, SPLIT), c.interval_words(m, one=True)
 
 
 def _label(ax, x: float, v: float, top: float) -> None:
@@ -53,7 +55,9 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    systems, data, (n, n_fam) = load(path)
+    systems, data, (n, n_fam), whisk = load(path)
+    if "not_measured" in data:
+        return c.skip(NAME, f"leakage@10 {c.NOT_MEASURED} ({data['not_measured']})")
     fig = c.new_figure(max(5.0, 0.8 * len(systems) + 1.8), 3.6)
     ax = fig.subplots()
     xs = list(range(len(systems)))
@@ -80,7 +84,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     ax.grid(axis="x", visible=False)
     from matplotlib.patches import Patch
 
-    fig.legend(handles=[Patch(facecolor="#555555", label=f"all test queries (whiskers: {c.CLUSTER_CI_ONE})"),
+    fig.legend(handles=[Patch(facecolor="#555555", label=f"all test queries (whiskers: {whisk})"),
                        Patch(facecolor="#cccccc", hatch="///", edgecolor="#333333", lw=0.5,
                              label=f"{CATEGORY} queries only")], loc="outside lower center", frameon=False, ncols=2)
     counts = c.count_phrase(n, n_fam)

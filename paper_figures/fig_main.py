@@ -29,20 +29,23 @@ PANELS = ((M.TOP1, "top-1 accuracy", True), (M.STALE_RATE, "stale rate", True),
           (M.RUMOR_RATE, "rumour rate", True), (M.ECE, "ECE", False))
 
 
-def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None]:
-    """(systems in order, {system: {metric: (value, lo, hi)}}, (queries, families), dataset name or None)."""
+def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None, dict[str, str], str]:
+    """(systems in order, {system: {metric: (value, lo, hi)}}, (queries, families), dataset name or None,
+    {metric: why it was not measured}, what the whiskers are)."""
     m = MainMetrics.load(path)
     systems = c.main_systems(m, path, SPLIT)
     data = {s: {key: c.main_metric(m, path, s, SPLIT, key) for key, _, _ in PANELS} for s in systems}
     name = m.dataset.get("name")
-    return systems, data, c.split_counts(m, path, systems, SPLIT), name if isinstance(name, str) else None
+    why = {key: r for key, _, _ in PANELS if (r := c.not_measured(m, systems, SPLIT, key))}
+    return (systems, data, c.split_counts(m, path, systems, SPLIT), name if isinstance(name, str) else None, why,
+            c.interval_words(m))
 
 
 def draw(path: Path, out_dir: Path, name: str, title: str) -> c.Outcome:
     """The main-comparison chart of the metrics.json at ``path`` as ``<name>.png`` / ``.pdf``."""
     if (skipped := c.missing_input(name, path)) is not None:
         return skipped
-    systems, data, (n, n_fam), dataset = load(path)
+    systems, data, (n, n_fam), dataset, why, whisk = load(path)
     fig = c.new_figure(10.0, 0.36 * len(systems) + 1.6)
     axes = fig.subplots(1, len(PANELS), sharey=True)
     ys = list(range(len(systems)))[::-1]  # first system at the top
@@ -75,10 +78,11 @@ def draw(path: Path, out_dir: Path, name: str, title: str) -> c.Outcome:
             at = 0.0 if math.isnan(v) else (v if math.isnan(h) else max(v, h))
             claim = claims.get(s, {}).get(key)
             close = claim is not None and at <= claim < at + 0.16 * xmax  # raised above the claim's marker
-            ax.annotate("n/a" if math.isnan(v) else (f"{100 * v:.1f}%" if pct else f"{v:.3f}"),
+            blank = c.NOT_MEASURED if key in why else "n/a"
+            ax.annotate(blank if math.isnan(v) else (f"{100 * v:.1f}%" if pct else f"{v:.3f}"),
                         (at, y), xytext=(3, 7 if close else 0), textcoords="offset points",
                         va="center", ha="left", fontsize=6.5, zorder=5)
-        ax.set_title(label)
+        ax.set_title(f"{label}: {c.NOT_MEASURED}" if key in why else label)
         if pct:
             c.percent_axis(ax.xaxis)
         ax.grid(axis="y", visible=False)
@@ -100,7 +104,11 @@ def draw(path: Path, out_dir: Path, name: str, title: str) -> c.Outcome:
         fig.legend(handles, labels, loc="outside lower right", frameon=False, ncols=len(handles))
     counts = c.count_phrase(n, n_fam)
     where = f" ({dataset})" if dataset else ""
-    fig.suptitle(f"{title}{where}, test split{', ' + counts if counts else ''}\nwhiskers: {c.CLUSTER_CI}")
+    fig.suptitle(f"{title}{where}, test split{', ' + counts if counts else ''}\nwhiskers: {whisk}")
+    if why:  # the stored reasons, once: a bar of 0 would read as measured
+        labels_of = {key: label for key, label, _ in PANELS}
+        fig.text(0.01, 0.005, f"{c.NOT_MEASURED}: " + "; ".join(f"{labels_of[k]} ({r})" for k, r in why.items()),
+                 fontsize=6.5, ha="left", va="bottom")
     return c.save(fig, out_dir, name)
 
 

@@ -60,7 +60,7 @@ def load(path: Path) -> tuple[list[str], dict]:
                 "conf": c.floats(cbins.get("mean_confidence"), path, f"{at}.bins_calibrated.mean_confidence",
                                  length=nb),
                 "ece": c.or_nan(get_path(cal, ("ece_calibrated",), str(path), float, allow_none=True, field=at))}
-    return systems, data, c.split_counts(m, path, systems, SPLIT)
+    return systems, data, c.split_counts(m, path, systems, SPLIT), c.interval_words(m, one=True)
 
 
 @c.styled
@@ -69,7 +69,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     path = Path(results_dir) / INPUT
     if (skipped := c.missing_input(NAME, path)) is not None:
         return skipped
-    systems, data, (n, n_fam) = load(path)
+    systems, data, (n, n_fam), whisk = load(path)
     ncols = min(NCOLS, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     fig = c.new_figure(3.0 * ncols + 0.4, 2.9 * nrows + 0.5)
@@ -120,7 +120,7 @@ def make(results_dir: Path, out_dir: Path) -> c.Outcome:
     fig.suptitle(f"Reliability, test split{' (' + counts + ')' if counts else ''}: bars = bin accuracy, dots at "
                  "the bin's mean confidence, grey numbers on top = queries per bin; dashed = perfect calibration\n"
                  f"black crosses = the same queries after a {CALIBRATION} map fitted on dev (its ECE last in the "
-                 f"title); ECE in brackets: {c.CLUSTER_CI_ONE}", fontsize=8.5)
+                 f"title); ECE in brackets: {whisk}", fontsize=8.5)
     return c.save(fig, out_dir, NAME)
 
 

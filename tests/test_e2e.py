@@ -72,6 +72,9 @@ def _check_metrics_file(metrics: dict, n_vectors: int, n_queries: int, systems: 
         for split in ("dev", "test"):
             m = per_split[split]
             for key in METRICS:
+                if key in m.get("not_measured", {}):  # null with its reason, never a number
+                    assert m[key] is None and m[f"{key}_ci"] == [None, None], (name, split, key)
+                    continue
                 assert 0.0 <= m[key] <= 1.0, (name, split, key)
                 lo, hi = m[f"{key}_ci"]
                 assert lo <= m[key] <= hi or key == "ece", (name, split, key, lo, hi)
@@ -91,7 +94,7 @@ def _check_metrics_file(metrics: dict, n_vectors: int, n_queries: int, systems: 
                 assert 0.0 <= m["mcnemar_p"] <= 1.0 and 0.0 < m["permutation_p"] <= 1.0
                 assert m["permutation"]["n_clusters"] == m["n_families"] and m["permutation"]["n"] == m["n_queries"]
     power = metrics["power"]
-    assert set(power) == POWER_KEYS
+    assert set(power) - {"not_measured"} == POWER_KEYS
     ref = power["reference_system"]
     assert ref == ("valid_cosine" if "valid_cosine" in systems else ref) and ref in metrics["systems"]
     assert power["split"] == "test"
@@ -129,7 +132,10 @@ def _check_run_files(out: Path, dataset_dir: Path, metrics: dict) -> None:
             want = ["correct" if qrels[r["query_id"]].get(c, 0) >= 1 else "stale" if c in lab["stale"]
                     else "rumor" if c in lab["rumor"] else "other" for c in r["ranked"]]
             assert r["labels"] == want, (name, r["query_id"])
-            assert [r["correct"], r["stale"], r["rumor"]] == [want[:1] == [x] for x in ("correct", "stale", "rumor")]
+            flags = [want[:1] == [x] for x in ("correct", "stale", "rumor")]
+            if labels is None:  # no stale / rumour sets: those flags are null (not measured), never false
+                flags[1:] = [None, None]
+            assert [r["correct"], r["stale"], r["rumor"]] == flags
             if name in FOUR_SIGNAL:
                 assert all(len(v) == len(r["ranked"]) for v in r["signals"].values())
             outside = [c for c in r["ranked"] if not corpus[c]["from"] <= q["as_of"] < corpus[c]["to"]]
@@ -257,14 +263,18 @@ def test_label_free_systems_run_on_a_dataset_without_labels(tmp_path, tiny_datas
     metrics = run(cfg, tmp_path / "run")
     ds = _read_dataset(folder)
     assert metrics["dataset"]["labels"] is False
-    # without labels every query is its own cluster, and there are no stale / rumour sets
+    # without labels every query is its own cluster (and metrics.json says so), and the stale / rumour rates are
+    # not measured: null with the reason, not 0
     assert metrics["dataset"]["n_families"] == metrics["dataset"]["n_queries"] == len(ds["queries"])
+    assert metrics["dataset"]["clusters"].startswith("per query: no labels/ folder")
     _check_metrics_file(metrics, len(ds["corpus"]), len(ds["queries"]), systems)
     for name in systems:
         for split in ("dev", "test"):
             m = metrics["systems"][name][split]
             assert m["n_families"] == m["n_queries"]
-            assert m["stale_rate"] == m["rumor_rate"] == 0.0
+            assert m["stale_rate"] is None and m["rumor_rate"] is None
+            assert m["not_measured"] == {"stale_rate": "no labels/ folder: the stale sets are unknown",
+                                         "rumor_rate": "no labels/ folder: the rumour sets are unknown"}
     _check_run_files(tmp_path / "run", folder, metrics)
 
 

@@ -401,5 +401,8 @@ def test_power_analysis_follows_alpha_power_and_split():
     assert strict["mde_top1"] > base["mde_top1"]
     dev = power_analysis(correct, q, "dev")
     assert (dev["split"], dev["n_queries"], dev["n_families"], dev["reference_top1"]) == ("dev", 10, 10, 1.0)
-    assert dev["icc"] == 0.0 and dev["design_effect"] == 1.0
+    # ten queries in ten families: no correlation within a family to estimate, so it is not measured (not 0)
+    assert dev["icc"] is None and dev["design_effect"] == 1.0
+    assert dev["not_measured"] == {"icc": "no two queries share a family: the intra-family correlation is undefined"}
+    assert "not_measured" not in base
     assert dev["mde_top1"] is None   # from a top-1 of 100% no increase is detectable (NaN -> None)

@@ -55,8 +55,16 @@ def test_default_splits_are_feedback_dev_eval_test():
 def test_files_written(learning):
     result, out = learning
     assert sorted(p.name for p in out.iterdir()) == ["dataset", "explain_final.jsonl", "feedback_loop.csv",
-                                                    "feedback_loop.json", "lineage.jsonl", "table.md"]
+                                                    "feedback_loop.json", "feedback_loop_runs.jsonl", "lineage.jsonl",
+                                                    "table.md"]
     assert json.loads((out / "feedback_loop.json").read_text()) == result
+    # the outcomes the gate compares: every round's top two hits of each system for each asked query
+    lines = [json.loads(x) for x in (out / "feedback_loop_runs.jsonl").read_text().splitlines()]
+    assert lines[0]["_meta"]["k"] == 2 and lines[0]["_meta"]["dataset_sha256"] == result["dataset"]["sha256"]
+    asked = sum(r["n_queries"] for r in result["series"] if r["split"] == "test")
+    assert len(lines) - 1 >= asked and len({x["key"] for x in lines[1:]}) == len(lines) - 1
+    top = next(x for x in lines[1:] if x["system"] == "plain_cosine" and len(x["ranked"]) == 2)
+    assert top["scores"][0] >= top["scores"][1] and 0 <= top["confidence"] <= 1
     # rounds every 7 days from 56 days before to 28 after: 56/7 + 28/7 + 1 = 13
     assert result["experiment"]["rounds"] == 13 and result["experiment"]["name"] == "feedback_loop"
     assert result["experiment"]["replay"]["p_correct"] == 1.0

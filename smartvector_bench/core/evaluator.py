@@ -22,6 +22,9 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.metrics`):
 * Temporal leakage (``leakage_at_10``): the pooled share of returned top-10 chunks whose window does not
   contain the query's as_of; its interval is a cluster bootstrap of that ratio.
 * Floats are rounded to 6 decimals, p-values to 6 significant digits; NaN becomes None.
+* A metric the dataset cannot measure (``unmeasured``: :mod:`smartvector_bench.core.measured`) is None, its
+  interval ``[None, None]`` and its by-category figures None, and the split holds ``not_measured``
+  ``{metric: reason}``; without it nothing changes.
 
 Set-valued relevance (:func:`judge_sets`): a returned hit may stand for a *set* of corpus rows (a LiveVectorLake
 row maps to every corpus row of the same document and text whose window contains the query's as_of: possibly
@@ -46,6 +49,7 @@ import numpy as np
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.errors import BenchError
+from smartvector_bench.core.measured import ICC, KEY as NOT_MEASURED
 from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci,
                                             design_effect, ece, ir_metrics, leakage_rate, leaked, mcnemar_exact,
                                             minimum_detectable_difference, paired_cluster_permutation_test)
@@ -234,12 +238,13 @@ def rank_summary(judged: dict[str, np.ndarray], k: int, n_boot: int = 1000, seed
 def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.ndarray | None = None,
                    n_boot: int = 1000, seed: int = 0, n_bins: int = 10,
                    windows: tuple[np.ndarray, np.ndarray] | None = None, n_permutations: int = 10000,
-                   judged: dict[str, np.ndarray] | None = None) -> dict:
+                   judged: dict[str, np.ndarray] | None = None, unmeasured: dict[str, str] | None = None) -> dict:
     """Metrics of ``run`` on the queries with ``queries.split == split`` (see the module docstring).
 
     ``baseline_correct`` is a bool array aligned to the full ``queries`` (all splits); when given, the
     result holds the paired tests (A = baseline, B = this run), else they are None. ``judged`` is
-    ``judge(run, queries)`` when the caller already has it (it is the same for every split).
+    ``judge(run, queries)`` when the caller already has it (it is the same for every split). ``unmeasured``:
+    ``{metric: reason}`` of the metrics the dataset cannot measure (``measured.unmeasured``), stored as None.
     Raises BenchError if the split has no queries or the arrays are misaligned.
     """
     rows = np.nonzero(np.asarray(queries.split) == split)[0]
@@ -255,9 +260,10 @@ def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.
     point, bins = _point_metrics(j, conf, n_bins)
     boot = {"n_boot": n_boot, "seed": seed}
     out: dict = {M.N_QUERIES: point[M.N_QUERIES], M.N_FAMILIES: int(len(set(clusters.tolist())))}
+    skip = dict(unmeasured or {})
     for name, key in MEAN_METRICS:
-        out[name] = point[name]
-        out[M.ci(name)] = _mean_ci(j[key], clusters, **boot)
+        out[name] = None if name in skip else point[name]
+        out[M.ci(name)] = [None, None] if name in skip else _mean_ci(j[key], clusters, **boot)
     out[M.ECE] = point[M.ECE]
     out[M.ci(M.ECE)] = _ci(cluster_bootstrap_ci(lambda c, k: ece(c, k, n_bins)[0], (conf, j["correct"]), clusters,
                                                 **boot))
@@ -287,8 +293,13 @@ def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.
         sel = np.nonzero(cats == cat)[0]
         metrics, _ = _point_metrics({k: v[sel] for k, v in j.items()}, conf[sel], n_bins)
         metrics[M.ci(M.TOP1)] = _mean_ci(j["correct"][sel], clusters[sel], **boot)
+        metrics.update({name: None for name in skip if name in metrics})
         by_category[cat] = metrics
-    if windows is not None:
+    if windows is not None and M.LEAKAGE_AT_10 in skip:
+        out[M.LEAKAGE_AT_10], out[M.ci(M.LEAKAGE_AT_10)] = None, [None, None]
+        for metrics in by_category.values():
+            metrics[M.LEAKAGE_AT_10] = None
+    elif windows is not None:
         leak, ret = leaked(run.ranked[rows], windows[0], windows[1], queries.as_of[rows], k=MRR_K)
         out[M.LEAKAGE_AT_10] = _r(leakage_rate(leak, ret))
         out[M.ci(M.LEAKAGE_AT_10)] = _ci(cluster_bootstrap_ci(leakage_rate, (leak, ret), clusters, **boot))
@@ -296,6 +307,8 @@ def evaluate_split(run: Run, queries: Queries, split: str, baseline_correct: np.
             sel = cats == cat
             metrics[M.LEAKAGE_AT_10] = _r(leakage_rate(leak[sel], ret[sel]))
     out["by_category"] = by_category
+    if skip:
+        out[NOT_MEASURED] = skip
     return out
 
 
@@ -307,17 +320,23 @@ def power_analysis(correct: np.ndarray, queries: Queries, split: str = "test", a
     queries) gives the design effect and the effective number of independent queries; the MDE is the
     smallest increase over the reference's top-1 that a two-sided two-sample test of proportions with that
     many observations per arm detects (``metrics.minimum_detectable_difference``), and ``mde_top1_at_50``
-    the same from a 50% baseline (the worst case). Unpaired, so conservative for paired comparisons.
+    the same from a 50% baseline (the worst case). Unpaired, so conservative for paired comparisons. When no two
+    queries share a family the correlation is undefined: ``icc`` is None with its reason in ``not_measured`` (the
+    design effect of clusters of one is 1 whatever it is, so the MDE stands, per query).
     """
     rows = np.nonzero(np.asarray(queries.split) == split)[0]
     outcome = np.asarray(correct, dtype=np.float64)[rows]
     de = design_effect(outcome, np.asarray(queries.family, dtype=object)[rows])
     p0 = float(outcome.mean()) if len(outcome) else float("nan")
-    return {
+    singletons = 0 < de["n"] == de["n_clusters"]  # design_effect reports 0 for an undefined icc
+    out = {
         "split": split, "reference_system": reference, "alpha": alpha, "power": power,
-        M.N_QUERIES: int(de["n"]), M.N_FAMILIES: int(de["n_clusters"]), "icc": _r(de["icc"]),
+        M.N_QUERIES: int(de["n"]), M.N_FAMILIES: int(de["n_clusters"]), ICC: None if singletons else _r(de["icc"]),
         "mean_family_size": _r(de["mean_cluster_size"]), "design_effect": _r(de["design_effect"]),
         "n_effective": _r(de["n_effective"]), "reference_top1": _r(p0),
         "mde_top1": _r(minimum_detectable_difference(p0, de["n_effective"], alpha, power)),
         "mde_top1_at_50": _r(minimum_detectable_difference(0.5, de["n_effective"], alpha, power)),
     }
+    if singletons:
+        out[NOT_MEASURED] = {ICC: "no two queries share a family: the intra-family correlation is undefined"}
+    return out

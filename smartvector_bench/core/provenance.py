@@ -149,9 +149,9 @@ def _cpuinfo() -> dict[str, str]:
 def machine() -> dict:
     """What this process's float kernels depend on besides the code and packages (see :data:`ISA_FLAGS`): the
     CPU, its instruction sets, torch's dispatch level, numpy's SIMD targets, each BLAS and its kernels, and the
-    thread and kernel variables. Imports faiss and torch (every experiment has), so that any two processes list
-    the same libraries."""
-    for lib in ("faiss", "torch"):
+    thread and kernel variables. Imports the libraries that bring a BLAS (every experiment has), so that any two
+    processes list the same ones."""
+    for lib in ("scipy.linalg", "faiss", "torch"):
         try:
             __import__(lib)
         except ImportError:
@@ -181,9 +181,11 @@ def machine() -> dict:
 
 
 def fingerprint(m: dict) -> str:
-    """A short hash of :func:`machine`'s answer, ``cpus`` left out (the kernels run on one thread per process)."""
-    return hashlib.sha256(json.dumps({k: v for k, v in m.items() if k != "cpus"}, sort_keys=True)
-                          .encode()).hexdigest()[:16]
+    """A short hash of :func:`machine`'s answer without the CPU and thread counts: every experiment runs its float
+    kernels on one thread (``tools/gate/rerun.py``'s environment), so only which kernels run decides the bits."""
+    kept = {k: v for k, v in m.items() if k != "cpus"}
+    kept["env"] = {k: v for k, v in (m.get("env") or {}).items() if not k.endswith("_NUM_THREADS")}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def provenance(config: dict) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from smartvector_bench.core import measured
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
 
@@ -69,8 +70,6 @@ def by_construction(metrics: dict, name: str, key: str, split: str) -> bool:
 
 
 def _rate(metrics: dict, name: str, key: str, split: str) -> tuple[str, str, str]:
-    if metrics.get("dataset", {}).get("labels") is False:
-        return "-", "", "(no labels)"  # the stale and rumour sets come from labels/: without them nothing is measured
     point, ci = _pct_parts(metrics["systems"][name][split], key)
     return point, ci, "(by construction)" if by_construction(metrics, name, key, split) else ""
 
@@ -85,6 +84,8 @@ def main_cell(metrics: dict, name: str, key: str, split: str) -> tuple[str, str,
     """(value, interval, note) of one main-table cell, each "" where the table shows none (the HTML report
     shows the parts apart; :func:`main_table` joins them)."""
     m = metrics["systems"][name][split]
+    if measured.reason(m, key):  # the reason is printed once, under the table (not_measured_line)
+        return measured.TEXT, "", ""
     if key in CONSTRUCTION_METRICS:
         return _rate(metrics, name, key, split)
     if key == M.LEAKAGE_AT_10:
@@ -105,6 +106,32 @@ def main_table(metrics: dict, split: str) -> str:
         tests = "-" if name == baseline else f"{p_text(m[M.MCNEMAR_P])} / {p_text(m.get(M.PERMUTATION_P))}"
         rows.append(f"| {name} | {' | '.join(cells)} | {m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
     return "\n".join(rows)
+
+
+LABELS = dict(MAIN_COLUMNS) | {M.LEAKAGE_AT_10: "leakage@10"}
+
+
+def not_measured_line(metrics: dict, split: str) -> str:
+    """One sentence naming each metric of ``split`` that was not measured and the stored reason ("" when every
+    metric was); the reasons are the dataset's, the same for every system."""
+    why: dict[str, str] = {}
+    for name in ordered(metrics["systems"]):
+        why |= measured.reasons(metrics["systems"][name].get(split))
+    if not why:
+        return ""
+    order = sorted(why, key=lambda k: (list(LABELS).index(k) if k in LABELS else len(LABELS), k))  # column order
+    return "Not measured: " + "; ".join(f"{LABELS.get(k, k)} ({why[k]})" for k in order) + "."
+
+
+def interval_text(metrics: dict) -> str:
+    """What the intervals and the permutation test resample: families, or queries when there are none."""
+    per_query = measured.clusters_note(metrics)
+    if per_query:
+        why = per_query.removeprefix("per query: ")
+        return (f"Intervals: 95% bootstrap over queries ({why}). Paired tests on the same queries: exact McNemar and a "
+                "sign-flip permutation test, both with queries as the unit.")
+    return ("Intervals: 95% cluster bootstrap over policy families. Paired tests on the same queries: exact McNemar "
+            "(queries independent) and a cluster sign-flip permutation test (families as the unit).")
 
 
 def calibration_table(metrics: dict) -> str:
@@ -129,15 +156,17 @@ def calibration_table(metrics: dict) -> str:
 
 def power_line(metrics: dict) -> str:
     pw = metrics.get("power")
-    if not pw or pw.get("icc") is None:
+    why = measured.reason(pw, measured.ICC)
+    if not pw or (pw.get("icc") is None and not why):
         return ""
 
     def pts(x: float | None) -> str:
         return "none (no increase is detectable)" if x is None else f"{100 * x:.1f} points"
 
-    return (f"Power ({pw['split']} split, {pw[M.N_QUERIES]} queries in {pw[M.N_FAMILIES]} families, intra-family "
-            f"correlation {pw['icc']:.2f} of {pw['reference_system']}'s top-1, design effect "
-            f"{pw['design_effect']:.2f}, {pw['n_effective']:.0f} effective queries): the minimum detectable top-1 "
+    icc = (f"intra-family correlation {measured.TEXT} ({why})" if why else
+           f"intra-family correlation {pw['icc']:.2f} of {pw['reference_system']}'s top-1")
+    return (f"Power ({pw['split']} split, {pw[M.N_QUERIES]} queries in {pw[M.N_FAMILIES]} families, {icc}, design "
+            f"effect {pw['design_effect']:.2f}, {pw['n_effective']:.0f} effective queries): the minimum detectable top-1 "
             f"difference at {100 * pw['power']:.0f}% power and alpha {pw['alpha']} is "
             f"{pts(pw['mde_top1'])} over {pw['reference_system']} ({pts(pw['mde_top1_at_50'])} from a 50% baseline).")
 
@@ -150,6 +179,8 @@ def claims_table(metrics: dict, split: str = "test") -> str:
             claim = f"{claims[key]:.3f}" if key == M.ECE else _pct(claims[key])
             if ours is None:
                 got = "not run"
+            elif measured.reason(ours, key):
+                got = f"{measured.TEXT} ({measured.reason(ours, key)})"
             else:
                 got = _num_ci(ours, key) if key == M.ECE else _pct_ci(ours, key)
             rows.append(f"| {name} | {label} | {claim} | {got} |")
@@ -193,15 +224,14 @@ def render(metrics: dict) -> str:
         "# SmartVector benchmark: main table",
         "",
         f"Dataset `{d['name']}` seed {d['seed']}: {d['n_vectors']} vectors, {d['n_queries']} queries "
-        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. Intervals: 95% cluster bootstrap over "
-        "policy families. Paired tests on the same queries: exact McNemar (queries independent) and a cluster "
-        "sign-flip permutation test (families as the unit).",
+        f"(sha256 {d['sha256'][:12]}); embedder `{metrics['embedder']}`. {interval_text(metrics)}",
         "",
         *_notes(metrics),
         "## Test split (held out)",
         "",
         main_table(metrics, "test"),
         "",
+        *_line(not_measured_line(metrics, "test")),
         power_line(metrics),
         "",
         "## Calibration (test split; each map fitted on dev)",
@@ -220,10 +250,16 @@ def render(metrics: dict) -> str:
         "",
         main_table(metrics, "dev"),
         "",
+        *_line(not_measured_line(metrics, "dev")),
         _provenance_line(metrics),
         "",
     ]
     return "\n".join(parts)
+
+
+def _line(text: str) -> list[str]:
+    """A paragraph and its blank line, or nothing for "" (so a fully measured table.md keeps its bytes)."""
+    return [text, ""] if text else []
 
 
 def _provenance_line(metrics: dict) -> str:

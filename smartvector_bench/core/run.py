@@ -93,16 +93,19 @@ RUN_DIGITS = None
 
 def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judged: dict[str, np.ndarray],
                     meta: dict, k: int = 10, labels: list[list[str]] | None = None,
-                    signals: dict[str, np.ndarray] | None = None) -> None:
+                    signals: dict[str, np.ndarray] | None = None, unmeasured=()) -> None:
     """First line ``{"_meta": {...}}`` (provenance: schema, system, dataset sha256, seed, git sha, config hash,
     packages; ``run_schema_version``), then one JSON line per query; ``judged`` holds the per-query ``correct``,
     ``stale``, ``rumor``. The query's ``family`` (a label: the evaluator's cluster) is written so pooled tests can
     be run from the file, its ``text`` and ``as_of`` (as queries.jsonl gives it; ISO from the days otherwise).
     ``labels`` (``evaluator.hit_labels``) gives one label per written hit; ``signals`` (``ScoresHits.hit_signals``,
-    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, at full precision like the scores. A score or
-    signal that is not finite is written as null. BenchError when ``labels`` does not give one label per hit."""
+    (Q, k) per signal) each hit's four signals, under :data:`SIGNAL_KEYS`, at full precision like the scores. A
+    score or signal that is not finite is written as null. A flag whose rate is in ``unmeasured`` (``stale_rate``,
+    ``rumor_rate``: the dataset has no such sets) is null, never false. BenchError when ``labels`` does not give
+    one label per hit."""
 
     head = {**meta, "system": run.system, "k": k, "run_schema_version": RUN_SCHEMA_VERSION}
+    unknown = {flag for flag, rate in (("stale", "stale_rate"), ("rumor", "rumor_rate")) if rate in unmeasured}
     lines = [json.dumps({"_meta": head}, ensure_ascii=False, sort_keys=True)]
     for i, qid in enumerate(queries.ids):
         keep = [r for r, j in enumerate(run.ranked[i, :k]) if j >= 0]
@@ -113,8 +116,8 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
             "family": None if queries.family[i] is None else str(queries.family[i]),
             "text": queries.texts[i], "as_of": as_of_text(queries, i),
             "ranked": ranked, "scores": scores, "confidence": json_number(run.confidence[i], RUN_DIGITS),
-            "correct": bool(judged["correct"][i]), "stale": bool(judged["stale"][i]),
-            "rumor": bool(judged["rumor"][i]),
+            "correct": bool(judged["correct"][i]),
+            **{flag: None if flag in unknown else bool(judged[flag][i]) for flag in ("stale", "rumor")},
         }
         if labels is not None:
             rec["labels"] = list(labels[i])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core import SCHEMA_VERSION, measured
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results.base import ResultFile, check, check_type, get_path, optional
 
@@ -42,6 +42,8 @@ class MainMetrics(ResultFile):
     def _check(self, where: str) -> None:
         for key in ("sha256", "n_queries", "n_vectors"):
             get_path(self.dataset, (key,), where, str if key == "sha256" else int, field="dataset")
+        if measured.CLUSTERS in self.dataset:  # why the intervals are per query
+            get_path(self.dataset, (measured.CLUSTERS,), where, str, field="dataset")
         check(self.experiment.get("name") == "main", where, "experiment.name",
               f"{self.experiment.get('name')!r}, expected 'main'")
         check(bool(self.systems), where, "systems", "no system")
@@ -51,14 +53,22 @@ class MainMetrics(ResultFile):
                 at = f"systems.{system}.{split}"
                 check_type(m, dict, where, at)
                 check_type(m.get(M.N_QUERIES), int, where, f"{at}.{M.N_QUERIES}")
+                skip = _not_measured(m, where, at)
                 for name in M.CI_METRICS:
-                    if name not in m and name not in M.ALWAYS:
+                    if name not in m and name not in M.ALWAYS and name not in skip:
                         continue
                     check(name in m, where, f"{at}.{name}", "missing")
                     check_type(m[name], float, where, f"{at}.{name}", allow_none=True)
                     ci = m.get(M.ci(name))
                     check(isinstance(ci, list) and len(ci) == 2, where, f"{at}.{M.ci(name)}",
                           f"expected [lo, hi], got {ci!r}")
+                    if name in skip:  # never measured: no number may stand in for it
+                        check(m[name] is None and ci == [None, None], where, f"{at}.{name}",
+                              f"{m[name]!r} {ci!r}, but {at}.{measured.KEY} says it was not measured "
+                              f"({skip[name]}); expected null and [null, null]")
+                    else:
+                        check(m[name] is not None, where, f"{at}.{name}",
+                              f"null without a reason in {at}.{measured.KEY}")
 
     # -- typed reads ------------------------------------------------------------------------------------------
     def split(self, system: str, split: str = "test") -> dict:
@@ -73,6 +83,20 @@ class MainMetrics(ResultFile):
 
     def rows(self) -> list[dict]:
         return system_rows(self.to_dict())
+
+
+def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
+    """A split's ``not_measured`` (``{metric: reason}``, :mod:`smartvector_bench.core.measured`), checked; {} when
+    absent (everything measured)."""
+    skip = m.get(measured.KEY)
+    if skip is None:
+        return {}
+    key = f"{at}.{measured.KEY}"
+    check(isinstance(skip, dict) and bool(skip), where, key, f"expected {{metric: reason}}, got {skip!r}")
+    for name, why in skip.items():
+        check(name in M.CI_METRICS, where, f"{key}.{name}", f"unknown metric (known: {', '.join(M.CI_METRICS)})")
+        check(isinstance(why, str) and bool(why.strip()), where, f"{key}.{name}", "expected a reason (a string)")
+    return skip
 
 
 def _ci(m: dict, key: str) -> tuple[Any, Any]:

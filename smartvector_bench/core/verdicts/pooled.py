@@ -25,9 +25,15 @@ def sweep_problem(summary: dict | None, preset: str = "sweep") -> str | None:
     return None
 
 
+# Outcomes a run cannot judge without its dataset's labels (collect.py leaves them empty): a test on one of them
+# is "not measured" on the rows that lack it, never computed as if they were 0.
+UNMEASURABLE = ("stale", "rumor")
+
+
 def normalise_queries(df: pd.DataFrame) -> pd.DataFrame:
-    """A queries.csv frame with the conventions applied: missing confidence -> 0.0, outcomes as floats,
-    ``query_id`` / ``family`` as strings (a query without a family is its own cluster), seeds as ints."""
+    """A queries.csv frame with the conventions applied: missing confidence -> 0.0, outcomes as floats (a
+    ``stale`` / ``rumor`` cell left empty stays NaN: not measured, :data:`UNMEASURABLE`), ``query_id`` /
+    ``family`` as strings (a query without a family is its own cluster), seeds as ints."""
     lacking = [c for c in QUERY_COLUMNS if c not in df.columns]
     if lacking:
         raise NotMeasured(f"queries.csv lacks column(s) {', '.join(lacking)}")
@@ -45,20 +51,26 @@ def normalise_queries(df: pd.DataFrame) -> pd.DataFrame:
         out["confidence"] = pd.to_numeric(out["confidence"], errors="coerce").fillna(0.0).astype(np.float64)
     for col in ("correct", "stale", "rumor"):
         if col in out.columns:
-            out[col] = _zero_one(out[col], col)
+            out[col] = _zero_one(out[col], col, missing_ok=col in UNMEASURABLE)
     return out
+
 
 
 _BOOL_TEXT = {"1": 1.0, "0": 0.0, "1.0": 1.0, "0.0": 0.0, "true": 1.0, "false": 0.0}
 
 
-def _zero_one(col: pd.Series, name: str) -> pd.Series:
-    """A 0/1 outcome column as floats (bools, 0/1 numbers or their text); a missing outcome is an error."""
+def _zero_one(col: pd.Series, name: str, missing_ok: bool = False) -> pd.Series:
+    """A 0/1 outcome column as floats (bools, 0/1 numbers or their text); a missing outcome is an error unless
+    ``missing_ok`` (then NaN: not measured)."""
+    missing = col.isna() | (col.astype(str).str.strip() == "")
     if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
         vals = col.astype(np.float64)
     else:
         vals = col.astype(str).str.strip().str.lower().map(_BOOL_TEXT).astype(np.float64)
-    if vals.isna().any() or not vals.isin((0.0, 1.0)).all():
+    if missing_ok:
+        vals[missing] = np.nan
+    bad = vals.isna() & ~missing if missing_ok else vals.isna()
+    if bad.any() or not vals[~vals.isna()].isin((0.0, 1.0)).all():
         raise NotMeasured(f"queries.csv has missing or non-0/1 values in {name}")
     return vals
 
@@ -109,6 +121,11 @@ def _joined(df: pd.DataFrame, system_a: str, system_b: str, columns: tuple[str, 
         lacking = [c for c in columns if c not in rows.columns]
         if lacking:
             raise NotMeasured(f"queries.csv lacks column(s) {', '.join(lacking)}")
+        for c in columns:
+            if c in UNMEASURABLE and rows[c].isna().any():
+                raise NotMeasured(f"{c} not measured for {int(rows[c].isna().sum())} rows of "
+                                  f"{_describe(system, split, filt)} (empty in queries.csv: the dataset has no "
+                                  f"{c} sets; see not_measured in the jobs' metrics.json)")
         keep = list(dict.fromkeys(key + ["dataset_seed", "family", *columns]))
         sides.append(rows[keep])
     try:

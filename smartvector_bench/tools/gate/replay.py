@@ -72,6 +72,7 @@ def replay_main(label: str, folder: Path, exact: bool, how: str) -> list[Row]:
 
 def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> list[Row]:
     from experiments.main import evaluate_runs, settings
+    from smartvector_bench.core import measured
     from smartvector_bench.core.dataset import SPLITS
     from smartvector_bench.core.evaluator import hit_labels
     from smartvector_bench.core.report import render
@@ -89,7 +90,8 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
             if int(meta["k"]) != s.k:
                 raise BenchError(f"{path}: keeps {meta['k']} hits, the run ranked {s.k}: not replayable")
             run.system, runs[system], lines[system] = system, run, [rec for _, rec in read_run_lines(path)[1]]
-        judged, results, calibration, power = evaluate_runs(runs, q, corpus, s)
+        unmeasured = measured.unmeasured(ds)
+        judged, results, calibration, power = evaluate_runs(runs, q, corpus, s, unmeasured=unmeasured)
     except (BenchError, ResultError, OSError, KeyError, TypeError, ValueError) as exc:
         why = one_line(exc) if isinstance(exc, (BenchError, ResultError)) else f"{type(exc).__name__}: {exc}"
         return [Row(f"{label}: replay", "the committed run files evaluated", "ERROR", how, False, why)]
@@ -107,7 +109,7 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
             i = row_of[rec["query_id"]]
             want = {"split": str(q.split[i]), "category": str(q.category[i]), "family": q.family[i],
                     "text": q.texts[i], "as_of": as_of_text(q, i), "labels": list(labels[i]),
-                    **{f: bool(j[f][i]) for f in ("correct", "stale", "rumor")}}
+                    **{f: None if f"{f}_rate" in unmeasured else bool(j[f][i]) for f in ("correct", "stale", "rumor")}}
             misses += [f"{rec['query_id']} {k}: {rec.get(k)!r}, today {v!r}" for k, v in want.items()
                        if k in rec and rec[k] != v]
         rows.append(_row(label, f"run_{system}.jsonl labels and fields", misses, len(recs), how))
@@ -119,7 +121,9 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
             rows.append(_same_text(label, name, (tmp / name).read_text("utf-8"), folder / name, how))
     if (folder / "table.md").is_file():
         rows.append(_same_text(label, "table.md", render(doc), folder / "table.md", how))
-    if (folder / stored_queries.FILE).is_file():
+    if (folder / stored_queries.FILE).is_file():  # its header says where its dataset came from: not replayed
+        with open(folder / stored_queries.FILE, encoding="utf-8") as fh:
+            source = (json.loads(fh.readline() or "{}").get("_meta") or {}).get("source", source)
         rows.append(_same_text(label, stored_queries.FILE, stored_queries.render(ds, source),
                                folder / stored_queries.FILE, how))
     return rows

@@ -43,7 +43,7 @@ def tidy_jobs(path: Path) -> dict[tuple, str]:
         reader = csv.DictReader(fh)
         header, rows = list(reader.fieldnames or []), list(reader)
     swept = header[len(JOB_COLUMNS):header.index("system")] if "system" in header else []
-    return {tuple((k, _norm(r.get(k))) for k in swept): r["job_dir"] for r in rows}
+    return {tuple((k, _norm(r.get(k))) for k in swept): r["job_dir"] for r in rows if r.get("job_dir")}
 
 
 def jobs_to_store(preset: str, tidy: Path) -> list[str]:

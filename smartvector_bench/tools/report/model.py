@@ -16,8 +16,10 @@ from smartvector_bench.core import claims as C
 from smartvector_bench.core import verdicts as V
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core import measured
 from smartvector_bench.core.report import (
-    MAIN_COLUMNS, categories, category_cell, main_cell, metric_parts, ordered, p_text, power_line,
+    MAIN_COLUMNS, categories, category_cell, interval_text, main_cell, metric_parts, not_measured_line, ordered,
+    p_text, power_line,
 )
 from smartvector_bench.core.results import TIDY, MainMetrics, SweepSummary, load_sweep
 from smartvector_bench.core.results.base import read_json
@@ -82,12 +84,13 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
         cells = []
         for key, _ in MAIN_COLUMNS:
             point, ci, note = main_cell(m, s, key, SPLIT)
-            cells.append({"key": key, "value": _value(sm.get(key)), "text": point, "ci": ci, "note": note})
+            cells.append({"key": key, "value": _value(sm.get(key)), "text": point, "ci": ci, "note": note,
+                          "why": measured.reason(sm, key) or ""})
         cells.append({"key": M.N_QUERIES, "value": _value(sm.get(M.N_QUERIES)), "text": str(sm.get(M.N_QUERIES)),
-                      "ci": "", "note": f"({sm.get(M.N_FAMILIES, '-')})"})
+                      "ci": "", "note": f"({sm.get(M.N_FAMILIES, '-')})", "why": ""})
         for key in M.P_VALUES:
             text = "-" if s == baseline else p_text(sm.get(key))
-            cells.append({"key": key, "value": _value(sm.get(key)), "text": text, "ci": "", "note": ""})
+            cells.append({"key": key, "value": _value(sm.get(key)), "text": text, "ci": "", "note": "", "why": ""})
         rows.append({"system": s, "cells": cells})
     cats = categories(m, SPLIT)
     cat_rows = [{"system": s, "cells": [
@@ -104,6 +107,9 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
         "dataset": (f"{d.get('name', '?')}, seed {d.get('seed', '-')}: {d['n_vectors']} vectors, {d['n_queries']} "
                     f"queries in {d.get('n_families', '-')} families; embedder {mm.embedder}"),
         "columns": columns, "systems": systems, "rows": rows, "power": power_line(m),
+        # what no table may show as a number, and what the intervals resample when there are no families
+        "not_measured": not_measured_line(m, SPLIT), "not_measured_by_metric": _reasons(m, systems),
+        "intervals": interval_text(m) if measured.clusters_note(m) else "",
         "categories": cats, "category_rows": cat_rows, "reliability": figure,
         "skipped": [f"{s}: {why}" for s, why in (mm.skipped_systems or {}).items()],
         "queries": [{"id": q, "label": f"{q} · {data['queries'][q]['split']} · {data['queries'][q]['category']}"}
@@ -117,6 +123,14 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
                        "published_at": pfile.get("published_at")},
     }
     return section, data
+
+
+def _reasons(m: dict, systems: list[str]) -> dict[str, str]:
+    """{metric: reason} over the run's systems on the shown split (the dataset's reasons: one per metric)."""
+    out: dict[str, str] = {}
+    for s in systems:
+        out |= measured.reasons(m["systems"][s][SPLIT])
+    return out
 
 
 # -------------------------------------------------------------------------------------------- sweep folders

@@ -7,8 +7,9 @@ from ``hydra.sweeper.params`` and the recorded task overrides exactly as Hydra's
 
 - ``tidy.csv``: one row per job x system x split (a job without usable metrics: one row, metrics empty);
 - ``queries.csv``: one row per usable job x system x query, from the job's ``run_<system>.jsonl``: split,
-  family, category, correct / stale / rumor (0/1) and the top-1 confidence (empty when missing), so that
-  paired tests pooled over seeds and calibration maps can be computed from the stored sweep alone;
+  family, category, correct / stale / rumor (0/1; empty when not measured) and the top-1 confidence (empty when
+  missing), so that paired tests pooled over seeds and calibration maps can be computed from the stored sweep
+  alone;
 - ``tidy.provenance.json``: schema version, sweep, preset, git sha(s), package versions, jobs by status, params;
 - ``summary.json``: job counts, the failed and missing jobs, and what the preset needs (see ``summarise``).
 
@@ -98,7 +99,8 @@ def query_frame(c: Collection) -> pd.DataFrame:
                         | {k: q.get(k) for k in ("family", "category", "confidence")}
                         for q in map(json.loads, path.read_text(encoding="utf-8").splitlines()[1:])]  # 1: header
     df = pd.DataFrame(records, columns=header, dtype=object)
-    df[list(FLAGS)] = df[list(FLAGS)].astype(bool).astype(int)
+    for flag in FLAGS:  # a null flag (not measured: the dataset has no such sets) stays an empty cell, never 0
+        df[flag] = pd.Series([None if v is None else int(bool(v)) for v in df[flag]], index=df.index, dtype=object)
     return df
 
 

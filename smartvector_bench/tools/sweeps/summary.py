@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from smartvector_bench.core import measured
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import SWEEP_SCHEMA_VERSION, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
@@ -93,7 +94,8 @@ def summarise_tune(c: Collection, t: pd.DataFrame) -> dict:
                          "overrides": best.job.label, "swept": best.job.swept, "weights": weights,
                          "dev": {M.TOP1: dev_best[M.TOP1], M.MRR_AT_10: _py(dev_best[M.MRR_AT_10])},
                          "test": {k: test.get(k) for k in (M.N_QUERIES, *M.CI_METRICS, M.MCNEMAR_P)}
-                         | {M.ci(k): test.get(M.ci(k)) for k in M.CI_METRICS}}
+                         | {M.ci(k): test.get(M.ci(k)) for k in M.CI_METRICS}
+                         | ({measured.KEY: test[measured.KEY]} if measured.KEY in test else {})}
     return out
 
 
