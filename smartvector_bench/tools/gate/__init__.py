@@ -15,7 +15,7 @@ float rounding must not.
    and packages are the publishing ones, otherwise up to float32 rounding (``tolerances.py``, the one module of
    tolerances, each with the reason for its size). The metrics of a rerun are not compared value by value: its
    rankings are, and the committed check derives the metrics from the committed rankings. Experiments without
-   run files are compared on their result JSON (``outputs.py``) and per-query outcomes (``outcomes.py``).
+   run files are compared on their result JSON and per-query outcomes (``outputs.py``).
 
 Prints ``metric | expected | got | tolerance | verdict`` for the misses (``--verbose``: every row) and exits 1 on
 any miss, 2 on bad input.
@@ -27,6 +27,6 @@ any miss, 2 on bad input.
 
 The experiments it knows are declared once, in ``experiments/__init__.py``. Modules: ``common.py`` (paths, exit
 codes, result files), ``report.py`` (rows), ``tolerances.py``, ``files.py`` (manifest, provenance),
-``expected.py``, ``rankings.py``, ``replay.py``, ``sweeps.py``, ``outputs.py``, ``outcomes.py``, ``rerun.py``,
+``expected.py``, ``rankings.py``, ``replay.py``, ``sweeps.py``, ``outputs.py``, ``rerun.py``,
 ``sweep_reruns.py``, ``committed.py``, ``cli.py``.
 """

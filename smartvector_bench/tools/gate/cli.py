@@ -17,14 +17,13 @@ from smartvector_bench.core.provenance import result_config
 from smartvector_bench.core.results import MainMetrics, ResultError
 from smartvector_bench.tools.gate import rankings
 from smartvector_bench.tools.gate.committed import check_committed, host_note
-from smartvector_bench.tools.gate.common import (EXIT_BAD_INPUT, EXIT_MISS, EXPECTED, EXPERIMENTS, PROG, REPO,
-                                                 RESULTS_DIR, BadInput, read_result, rel)
+from smartvector_bench.tools.gate.common import (EXIT_BAD_INPUT, EXIT_MISS, EXPECTED, EXPERIMENTS, PROG,
+                                                 RESULTS_DIR, BadInput, Row, committed_counts, committed_line,
+                                                 read_result, rel, render_table)
 from smartvector_bench.tools.gate.expected import read_expected, write_expected
 from smartvector_bench.tools.gate.files import manifest_root
-from smartvector_bench.tools.gate.outcomes import compare_outcomes
-from smartvector_bench.tools.gate.outputs import compare_results, experiment_dir
+from smartvector_bench.tools.gate.outputs import compare_outcomes, compare_results, experiment_dir
 from smartvector_bench.tools.gate.replay import leaves
-from smartvector_bench.tools.gate.report import Row, committed_counts, committed_line, render_table
 from smartvector_bench.tools.gate.rerun import (GATE_RERUN_EXTRA, RERUN_ENV, add_rerun_options, bench_executable,
                                                 rerun_many)
 from smartvector_bench.tools.gate.sweep_reruns import SWEEPS, failed_row, rerun_sweeps
@@ -40,18 +39,16 @@ def _names(values: list[str] | None) -> list[str] | None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.gate",
-                                 description="Check the committed results (file hashes, and every figure recomputed "
-                                             "from the committed run files), then rerun the experiments and compare "
-                                             "their ranked lists with the committed ones; exit 1 on any miss.")
-    ap.add_argument("--only", action="append", metavar="NAMES",
-                    help=f"comma-separated experiments ({', '.join(n for n, e in EXPERIMENTS.items() if e.regress)}) "
-                         f"or sweep presets ({', '.join(SWEEPS)}) to rerun or compare; default: all (the committed "
-                         "check always covers everything)")
+    ap = argparse.ArgumentParser(prog="python -m smartvector_bench.tools.gate", description=(
+        "Check the committed results (file hashes, and every figure recomputed from the committed run files), then "
+        "rerun the experiments and compare their ranked lists with the committed ones; exit 1 on any miss."))
+    ap.add_argument("--only", action="append", metavar="NAMES", help=(
+        f"comma-separated experiments ({', '.join(n for n, e in EXPERIMENTS.items() if e.regress)}) or sweep presets "
+        f"({', '.join(SWEEPS)}) to rerun or compare; default: all (the committed check covers everything)"))
     ap.add_argument("--results", type=Path, metavar="DIR",
-                    help="the results root to compare with (default: the expected file's manifest root, results/)")
-    ap.add_argument("--expected", type=Path, default=None,
-                    help="the manifest (default: <--results>/expected.json, else results/expected.json)")
+                    help="the results root to compare with (default: the manifest's root, results/)")
+    ap.add_argument("--expected", type=Path, help="the manifest (default: <--results>/expected.json, "
+                                                  "else results/expected.json)")
     ap.add_argument("--results-from", type=Path, metavar="DIR",
                     help="compare this results root or run folder instead of rerunning")
     ap.add_argument("--no-committed", action="store_true", help="skip the committed check")
@@ -152,7 +149,7 @@ def run_gate(args: argparse.Namespace) -> int:
                 [Row(f"{n} (rerun)", "exit 0", r.error, "-", False, r.log_tail(8).replace("\n", " / "))]
         if sweeps:
             print(f"rerunning the sweeps {', '.join(sweeps)} reduced ...", flush=True)
-        for p, r in rerun_sweeps(sweeps, root, workdir / "sweeps", bench_executable(), RERUN_ENV, REPO,
+        for p, r in rerun_sweeps(sweeps, root, workdir / "sweeps", bench_executable(), RERUN_ENV,
                                  jobs=args.jobs, extra=tuple(args.overrides)).items():
             timings[p] = r.wall_time_s
             print(f"  {p}: {'ok' if r.error is None else 'FAILED'} in {r.wall_time_s:.1f} s, {len(r.jobs)} job(s): "
@@ -176,7 +173,7 @@ def run_gate(args: argparse.Namespace) -> int:
           + (committed_counts(committed) if not args.no_committed else "not checked (--no-committed)")
           + f"; {time.perf_counter() - t0:.1f} s"
           + (" (" + ", ".join(f"{n} {t:.1f} s" for n, t in timings.items()) + ")" if timings else ""))
-    failed = [f"{r.file}: {r.metric}" for r in committed if not r.ok] + [r.metric for r in fails]
+    failed = [(f"{r.file}: " if r.file else "") + r.metric for r in committed + fails if not r.ok]
     if failed:
         print("REGRESSION: " + ", ".join(failed[:20]) + (" ..." if len(failed) > 20 else ""), file=sys.stderr)
         return EXIT_MISS

@@ -23,7 +23,7 @@ from smartvector_bench.tools.gate import files, sweeps
 from smartvector_bench.tools.gate.common import EXPERIMENTS, read_result, rel
 from smartvector_bench.tools.gate.outputs import experiment_dir
 from smartvector_bench.tools.gate.replay import replay_main
-from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.tolerances import exact_host
 
 RUNS = "runs"  # <preset>/runs/<job_dir>/: a sweep's jobs that the gate reruns, with their run files

@@ -1,17 +1,29 @@
-"""The rerun check of the experiments that write no run files (reembed_cost, feedback_loop, lvl_eval): the
-rerun's result JSON against the committed one, leaf by leaf (``tolerances``: what is never compared, the few
-absolute bounds), one row per top-level key. The figures that follow from float32 rankings are compared only on
-an exact host; elsewhere their per-query outcomes are (``outcomes``), so a near-tied top-1 flipped by another
-CPU is not a regression."""
+"""The rerun check of the experiments that write no run files (reembed_cost, feedback_loop, lvl_eval).
+
+* Their result JSON against the committed one, leaf by leaf (``tolerances``: what is never compared, the few
+  absolute bounds), one row per top-level key (:func:`compare_results`).
+* The figures that follow from float32 rankings are compared so only on an exact host; elsewhere their per-query
+  outcomes are, like run files (``rankings.line_diff``, :func:`compare_outcomes`): lvl_eval's
+  ``temporal.per_query`` (each query's lake rows and cosines) and feedback_loop's ``feedback_loop_runs.jsonl``
+  (each round's top two hits per system and query). So a near-tied top-1 flipped by another CPU is no regression.
+
+Feedback makes the live system's rounds depend on each other: once its near-tied top-1 flips (within rounding),
+the user's reaction may differ and so may every later round of that system. Its later rounds are then not
+compared, and the row says from which round; on an exact host every round is."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+from experiments.feedback_loop import OUTCOMES
+from smartvector_bench.core.cli_errors import one_line
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results import ResultError
-from smartvector_bench.tools.gate.common import EXPERIMENTS, read_result
+from smartvector_bench.core.run import read_run_lines
+from smartvector_bench.tools.gate.common import EXPERIMENTS, Row, read_result
+from smartvector_bench.tools.gate.rankings import line_diff
 from smartvector_bench.tools.gate.replay import leaves
-from smartvector_bench.tools.gate.report import Row
 from smartvector_bench.tools.gate.tolerances import RANKING_DERIVED, compared, same_value
 
 
@@ -52,3 +64,50 @@ def compare_results(name: str, committed: Path, fresh: Path, exact: bool, how: s
                         "equal" if not misses else f"{len(misses)} differ", how, not misses,
                         "; ".join(misses[:3]) + (" ..." if len(misses) > 3 else "")))
     return rows
+
+
+LEARNS = "smartvector_live"  # the one system of feedback_loop whose store its own answers change
+
+
+def _lvl_lines(folder: Path) -> dict[str, dict]:
+    doc = json.loads((folder / EXPERIMENTS["lvl_eval"].result_file).read_text(encoding="utf-8"))
+    return {str(r["query_id"]): r for r in doc["temporal"]["per_query"]}
+
+
+def _feedback_lines(folder: Path) -> dict[str, dict]:
+    return {str(rec["key"]): rec for _, rec in read_run_lines(folder / OUTCOMES)[1]}
+
+
+def compare_outcomes(name: str, committed: Path, fresh: Path, exact: bool, how: str) -> list[Row]:
+    kind = EXPERIMENTS[name].kind
+    if kind not in ("lvl_eval", "feedback_loop"):
+        return []
+    what = "temporal.per_query" if kind == "lvl_eval" else OUTCOMES
+    label = f"{name} {what}: ranked lists"
+    try:
+        a, b = (_lvl_lines(f) if kind == "lvl_eval" else _feedback_lines(f) for f in (committed, fresh))
+    except (OSError, ValueError, KeyError, TypeError, BenchError) as exc:
+        why = one_line(exc) if isinstance(exc, BenchError) else f"{type(exc).__name__}: {exc}"
+        return [Row(label, "the committed ones", "ERROR", how, False, why)]
+    misses = [f"{k}: not in the rerun" for k in a if k not in b] + [f"{k}: not committed" for k in b if k not in a]
+    diverged: int | None = None  # the first round after which LEARNS's feedback may differ
+    moved = 0
+    for key in sorted((k for k in a if k in b), key=lambda k: (a[k].get("round", 0), k)):
+        x, y = a[key], b[key]
+        if diverged is not None and x.get("system") == LEARNS and x["round"] > diverged:
+            continue
+        if line_diff(x, y, True) is None:
+            continue
+        moved += 1
+        why = line_diff(x, y, exact)
+        if why:
+            misses.append(f"{key}: {why}")
+        elif kind == "feedback_loop" and x.get("system") == LEARNS and x["ranked"][:1] != y["ranked"][:1]:
+            diverged = x["round"] if diverged is None else min(diverged, x["round"])
+    note = "; ".join(misses[:3])
+    if not misses and diverged is not None:
+        note = (f"{LEARNS}'s rounds after {diverged} not compared: a near-tied top-1 flipped within rounding in "
+                f"round {diverged}, so the user's feedback, and the store, may differ from then on")
+    got = "equal" if not moved else (f"{len(misses)} of {len(a)} differ" if misses else
+                                     f"equal up to rounding ({moved} of {len(a)} move)")
+    return [Row(label, "the committed ones", got, how, not misses, note)]

@@ -9,7 +9,7 @@ rule orders those); a hit that leaves or enters only at the list's cut-off, near
 with the hit it traded places with. The rules read scores, not positions, so they also hold for a system that
 re-ranks its candidates by another key (recent_cosine): a candidate can only enter or leave at the cut-off.
 
-One row per run file; it names the first lines that differ beyond noise."""
+One row per run file; it names the first lines that differ beyond rounding."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from smartvector_bench.core.cli_errors import one_line
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import read_run_lines
-from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.tolerances import may_swap, score_bound
 
 
@@ -77,68 +77,52 @@ def line_diff(a: dict, b: dict, exact: bool) -> str | None:
 @dataclass
 class FileDiff:
     """One run file of a rerun against the committed one."""
-    name: str
     n_lines: int = 0
-    n_moved: int = 0                       # lines that differ at all (within noise or not)
+    n_moved: int = 0                       # lines that differ at all (within rounding or not)
     unexplained: list[str] = field(default_factory=list)
     error: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.unexplained
-
 
 def _lines(path: Path) -> dict[str, dict]:
-    _, lines = read_run_lines(path)
     out: dict[str, dict] = {}
-    for lineno, rec in lines:
-        if not isinstance(rec, dict):
-            raise BenchError(f"{path}:{lineno}: not a JSON object")
-        if _line_key(rec) in out:
-            raise BenchError(f"{path}:{lineno}: a second line for {_line_key(rec)!r}")
+    for lineno, rec in read_run_lines(path)[1]:
+        if not isinstance(rec, dict) or _line_key(rec) in out:
+            raise BenchError(f"{path}:{lineno}: not a JSON object, or a second line for its query")
         out[_line_key(rec)] = rec
     return out
 
 
 def diff_file(committed: Path, fresh: Path, exact: bool) -> FileDiff:
-    d = FileDiff(committed.name)
+    d = FileDiff()
     try:
         a, b = _lines(committed), _lines(fresh)
     except BenchError as exc:
         d.error = one_line(exc)
         return d
     d.n_lines = len(a)
-    d.unexplained += [f"{q}: not in the rerun" for q in a if q not in b]
-    d.unexplained += [f"{q}: not in the committed file" for q in b if q not in a]
+    d.unexplained = [f"{q}: not in the rerun" for q in a if q not in b] + [f"{q}: not committed" for q in b if q not in a]
     for q in (q for q in a if q in b):
-        why = line_diff(a[q], b[q], exact)
         d.n_moved += line_diff(a[q], b[q], True) is not None
-        if why:
-            d.unexplained.append(f"{q}: {why}")
+        why = line_diff(a[q], b[q], exact)
+        d.unexplained += [f"{q}: {why}"] if why else []
     return d
 
 
-def compare_folders(label: str, committed: Path, fresh: Path, exact: bool, how: str,
-                    pattern: str = "run_*.jsonl") -> list[Row]:
-    """One row per committed run file of ``committed`` against the rerun's file of the same name in ``fresh``
-    (a file missing from either side is a miss)."""
-    rows = []
-    names = sorted({p.name for p in committed.glob(pattern)} | {p.name for p in fresh.glob(pattern)})
+def compare_folders(label: str, committed: Path, fresh: Path, exact: bool, how: str) -> list[Row]:
+    """One row per run file (``run_*.jsonl``) of either folder: the rerun's ranked lists against the committed."""
+    names = sorted({p.name for f in (committed, fresh) for p in f.glob("run_*.jsonl")})
     if not names:
-        return [Row(f"{label}: run files", "at least one", "none", how, False, f"no {pattern} in {committed}")]
+        return [Row(f"{label}: run files", "at least one", "none", how, False, f"no run_*.jsonl in {committed}")]
+    rows = []
     for name in names:
-        a, b = committed / name, fresh / name
-        if not a.is_file() or not b.is_file():
-            rows.append(Row(f"{label} {name}: ranked lists", "in both runs", "MISSING", how, False,
-                            f"not written by the {'rerun' if a.is_file() else 'committed run'}"))
+        metric = f"{label} {name}: ranked lists"
+        if not (committed / name).is_file() or not (fresh / name).is_file():
+            rows.append(Row(metric, "in both runs", "MISSING", how, False,
+                            f"not written by the {'rerun' if (committed / name).is_file() else 'committed run'}"))
             continue
-        d = diff_file(a, b, exact)
-        if d.error:
-            got, note = "ERROR", d.error
-        elif d.unexplained:
-            got, note = f"{len(d.unexplained)} of {d.n_lines} lines differ", "; ".join(d.unexplained[:3])
-        else:
-            got = "equal" if not d.n_moved else f"equal up to rounding ({d.n_moved} of {d.n_lines} lines move)"
-            note = ""
-        rows.append(Row(f"{label} {name}: ranked lists", "the committed ones", got, how, d.ok, note))
+        d = diff_file(committed / name, fresh / name, exact)
+        got = ("ERROR" if d.error else f"{len(d.unexplained)} of {d.n_lines} lines differ" if d.unexplained else
+               f"equal up to rounding ({d.n_moved} of {d.n_lines} lines move)" if d.n_moved else "equal")
+        rows.append(Row(metric, "the committed ones", got, how, not d.error and not d.unexplained,
+                        d.error or "; ".join(d.unexplained[:3])))
     return rows

@@ -24,7 +24,7 @@ from pathlib import Path
 from smartvector_bench.core.cli_errors import one_line
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results import MainMetrics, ResultError
-from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.tolerances import same_figure
 
 REPLAYED = ("systems", "calibration", "power")

@@ -17,14 +17,10 @@ from pathlib import Path
 from smartvector_bench.core.results import ResultError
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, read_result
 
-# The default config of each experiment with the real model; the embedding cache is off so that every rerun
-# embeds with the installed model and packages (a warm cache would hide a model or torch change), and the
-# table is not printed (it is in table.md).
+# The default config with the real model; no embedding cache (a warm cache would hide a model or torch change).
 RERUN_OVERRIDES = ("embedder.cache_path=null", "print_table=false")
-# One math thread per run: the vectors do not depend on it (the embedder runs each forward pass on one math
-# thread and one text, smartvector_bench/core/embedding.py), and on a shared 2-core machine a multi-threaded torch
-# spins against the other processes and runs many times slower. It also lets two experiments run side by side
-# (--jobs 2) without oversubscribing the cores.
+# One math thread per run: the vectors do not depend on it (one forward pass per text on one thread,
+# core/embedding.py), and two runs side by side (--jobs 2) then do not oversubscribe two cores.
 RERUN_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1",
              "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 DEFAULT_JOBS = max(1, min(2, os.cpu_count() or 1))
@@ -48,13 +44,37 @@ def rerun_command(name: str, run_dir: Path, extra: tuple[str, ...] | list[str] =
     return [*bench_executable(), f"experiment={name}", f"hydra.run.dir={run_dir}", *RERUN_OVERRIDES, *extra]
 
 
+def log_tail(log: Path, n: int = 15) -> str:
+    """The last ``n`` non-blank lines of a run's log (progress bars' carriage returns as line breaks)."""
+    try:
+        text = Path(log).read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
+    except OSError:
+        return ""
+    return "\n".join([ln for ln in text.splitlines() if ln.strip()][-n:])
+
+
+def run_logged(command: list[str], log: Path, env: dict, timeout: float | None = None) -> tuple[str | None, float]:
+    """Run ``command`` from the repository with ``env`` added, its output into ``log``: (why it failed or None,
+    wall time). Never raises for a failed run."""
+    t0, error = time.perf_counter(), None
+    with open(log, "w", encoding="utf-8") as fh:
+        try:
+            code = subprocess.run(command, cwd=REPO, env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT,
+                                  timeout=timeout, check=False).returncode
+            error = f"exit code {code}" if code else None
+        except subprocess.TimeoutExpired:
+            error = f"timed out after {timeout:g} s"
+        except OSError as exc:
+            error = f"could not start {command[0]}: {exc}"
+    return error, time.perf_counter() - t0
+
+
 @dataclass
 class Rerun:
     name: str
     command: list[str]
     run_dir: Path
     log: Path
-    returncode: int | None = None
     wall_time_s: float = 0.0
     error: str | None = None
 
@@ -63,39 +83,19 @@ class Rerun:
         return self.error is None
 
     def log_tail(self, n: int = 15) -> str:
-        try:
-            text = self.log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
-        except OSError:
-            return ""
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        return "\n".join(lines[-n:])
+        return log_tail(self.log, n)
 
 
 def rerun(name: str, workdir: Path, extra: tuple[str, ...] | list[str] = (), timeout: float | None = None) -> Rerun:
     """Run one experiment through the CLI into ``workdir/<name>`` (a fixed ``hydra.run.dir``); its output,
     progress bars included, goes to ``workdir/<name>.log``. Never raises for a failed run: see ``.error``."""
-    exp = EXPERIMENTS[name]
     run_dir = Path(workdir) / name
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+    shutil.rmtree(run_dir, ignore_errors=True)
     r = Rerun(name, rerun_command(name, run_dir, extra), run_dir, Path(workdir) / f"{name}.log")
-    env = {**os.environ, **RERUN_ENV}
-    t0 = time.perf_counter()
-    with open(r.log, "w", encoding="utf-8") as log:
-        try:
-            proc = subprocess.run(r.command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False)
-            r.returncode = proc.returncode
-        except subprocess.TimeoutExpired:
-            r.error = f"timed out after {timeout:g} s"
-        except OSError as exc:
-            r.error = f"could not start {r.command[0]}: {exc}"
-    r.wall_time_s = time.perf_counter() - t0
-    if r.error is None and r.returncode != 0:
-        r.error = f"exit code {r.returncode}"
+    r.error, r.wall_time_s = run_logged(r.command, r.log, RERUN_ENV, timeout)
     if r.error is None:
         try:
-            read_result(name, run_dir / exp.result_file)
+            read_result(name, run_dir / EXPERIMENTS[name].result_file)
         except ResultError as exc:
             r.error = f"bad result file after a zero exit: {exc}"
     return r

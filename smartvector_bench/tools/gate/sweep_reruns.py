@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments import SWEEPS as SWEEP_PRESETS
-from smartvector_bench.tools.gate.report import Row
+from smartvector_bench.tools.gate.common import Row
+from smartvector_bench.tools.gate.rerun import log_tail, run_logged
 
 TIDY, TIDY_PROVENANCE, RUNS = "tidy.csv", "tidy.provenance.json", "runs"
 JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
@@ -82,7 +80,7 @@ class SweepRerun:
     jobs: list[tuple[Path, Path | None]] = field(default_factory=list)  # (rerun job folder, stored job folder)
 
 
-def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: dict, cwd: Path,
+def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: dict,
                 extra: tuple[str, ...] = (), timeout: float | None = None) -> SweepRerun:
     """One reduced rerun of ``preset``, each of its jobs paired with the stored job of ``root/<preset>/runs/``."""
     folder, r = Path(root) / preset, SweepRerun(preset)
@@ -90,22 +88,11 @@ def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: d
     shutil.rmtree(sweep_dir, ignore_errors=True)
     r.command = rerun_command(preset, folder, sweep_dir, Path(workdir) / "embeddings.sqlite", bench) + list(extra)
     log = Path(workdir) / f"{preset}.log"
-    t0 = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as fh:
-        try:
-            proc = subprocess.run(r.command, cwd=cwd, env={**os.environ, **env}, stdout=fh,
-                                  stderr=subprocess.STDOUT, timeout=timeout, check=False)
-            r.error = f"exit code {proc.returncode}" if proc.returncode else None
-        except subprocess.TimeoutExpired:
-            r.error = f"timed out after {timeout:g} s"
-        except OSError as exc:
-            r.error = f"could not start {r.command[0]}: {exc}"
-    r.wall_time_s = time.perf_counter() - t0
+    r.error, r.wall_time_s = run_logged(r.command, log, env, timeout)
     if r.error is None and not (sweep_dir / TIDY).is_file():
         r.error = f"{sweep_dir / TIDY} not written"
     if r.error is not None:
-        text = log.read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
-        r.error += ": " + " / ".join([ln for ln in text.splitlines() if ln.strip()][-6:])
+        r.error += ": " + log_tail(log, 6).replace("\n", " / ")
         return r
     stored = tidy_jobs(folder / TIDY)
     for key, job_dir in tidy_jobs(sweep_dir / TIDY).items():
@@ -114,11 +101,11 @@ def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: d
     return r
 
 
-def rerun_sweeps(presets: list[str], root: Path, workdir: Path, bench: list[str], env: dict, cwd: Path,
+def rerun_sweeps(presets: list[str], root: Path, workdir: Path, bench: list[str], env: dict,
                  jobs: int = 1, extra: tuple[str, ...] = ()) -> dict[str, SweepRerun]:
     Path(workdir).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env, cwd, extra) for p in presets}
+        futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env, extra) for p in presets}
     return {p: f.result() for p, f in futures.items()}
 
 

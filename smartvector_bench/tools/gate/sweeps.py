@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+
+import pandas as pd
 
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import TIDY, ResultError, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
 from smartvector_bench.core.results.sweep import STATUSES, USABLE
+from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.replay import figure_misses, leaves
-from smartvector_bench.tools.gate.report import Row
 from smartvector_bench.tools.gate.tolerances import same_figure
 from smartvector_bench.tools.sweeps.plan import num_key  # the order seeds are listed in (not a recomputed number)
 
@@ -32,125 +33,91 @@ HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smart
 BY_KEY = {"contradiction_sweep": "dataset.contradiction_rate", "ablation": "weights"}
 
 
-# -- reading tidy.csv -------------------------------------------------------------------------------------------
-
-def read_tidy(path: Path):
+def read_tidy(path: Path) -> tuple[pd.DataFrame, list[str]]:
     """tidy.csv as strings (empty cell: ''), and its swept-key columns (between the job columns and ``system``)."""
-    import pandas as pd
-
     df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    cols = list(df.columns)
-    missing = [c for c in (*JOB_COLUMNS, "system", "split") if c not in cols]
+    missing = [c for c in (*JOB_COLUMNS, "system", "split") if c not in df.columns]
     if missing:
         raise ValueError(f"column(s) {', '.join(missing)} missing")
-    swept = cols[len(JOB_COLUMNS):cols.index("system")]
     df["job"] = df["job"].astype(int)
-    return df, swept
+    return df, list(df.columns[len(JOB_COLUMNS):list(df.columns).index("system")])
 
 
-def _num(s: Any) -> float | int | None:
+def _num(s) -> float | int | None:
     if s is None or (isinstance(s, float) and math.isnan(s)) or s == "":
         return None
-    v = float(s)
-    return int(v) if str(s).lstrip("-").isdigit() else v
+    return int(float(s)) if str(s).lstrip("-").isdigit() else float(s)
 
 
-def _numeric(df, col: str):
-    import pandas as pd
-
+def _numeric(df: pd.DataFrame, col: str) -> pd.Series:
     return pd.to_numeric(df[col].replace("", None), errors="coerce")
 
 
-def _stats(values) -> dict:
-    """mean / sample sd / n of a pandas Series (NaN dropped), 6 decimals."""
-    v = values.dropna()
-    n = int(v.count())
-    mean = None if n == 0 else round(float(v.mean()), DECIMALS)
-    sd = None if n < 2 else round(float(v.std(ddof=1)), DECIMALS)
-    return {"mean": mean, "sd": sd, "n": n}
+def _r6(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), DECIMALS)
 
 
-def _seed_col(df) -> str:
-    return "dataset.seed" if "dataset.seed" in df.columns else "dataset_seed"
-
-
-def _values_in_plan_order(df, key: str) -> list[str]:
-    return list(df.sort_values("job", kind="stable")[key].drop_duplicates())
-
-
-def _group(usable, split: str, metrics: list[str]) -> dict:
-    """system -> metric -> mean / sd / n / per_seed over the usable rows of one split."""
-    out: dict = {}
-    rows = usable[usable["split"] == split]
-    seed = _seed_col(usable)
+def _group(usable: pd.DataFrame, split: str, metrics: list[str]) -> dict:
+    """system -> metric -> mean / sample sd / n / per_seed over the usable rows of one split."""
+    seed = "dataset.seed" if "dataset.seed" in usable.columns else "dataset_seed"
+    rows, out = usable[usable["split"] == split], {}
     for system in sorted(usable["system"].unique()):
-        sel = rows[rows["system"] == system]
-        out[system] = {}
+        sel, out[system] = rows[rows["system"] == system], {}
         for m in metrics:
-            vals = _numeric(sel, m) if m in sel.columns else None
-            if vals is None:
+            if m not in sel.columns:
                 out[system][m] = {"error": f"no column {m} in tidy.csv"}
                 continue
-            keep = vals.notna()
-            per_seed = {str(s): round(float(v), DECIMALS) for s, v in zip(sel[seed][keep], vals[keep])}
-            out[system][m] = {**_stats(vals), "per_seed": per_seed}
+            v = _numeric(sel, m)
+            keep, n = v.notna(), int(v.count())
+            out[system][m] = {"mean": _r6(v.mean()) if n else None, "sd": _r6(v.std(ddof=1)) if n > 1 else None,
+                              "n": n, "per_seed": {str(s): _r6(x) for s, x in zip(sel[seed][keep], v[keep])}}
     return out
 
 
-def recompute_summary(preset: str | None, df, swept: list[str], summary: dict) -> dict:
+def _values(df: pd.DataFrame, key: str) -> list[str]:
+    return list(df.sort_values("job", kind="stable")[key].drop_duplicates())
+
+
+def recompute_summary(preset: str | None, df: pd.DataFrame, swept: list[str], summary: dict) -> dict:
     """summary.json's ``results`` for ``preset`` recomputed from tidy.csv (the gate's own implementation)."""
     usable = df[df["status"].isin(USABLE) & (df["system"] != "")]
     res = summary["results"]
     metrics = [str(m) for m in (res.get("metrics") or M.SUMMARY_METRICS)]
+
+    def by(key: str, split: str = "test") -> dict:
+        values = _values(df, key)
+        return {"key": key, "split": split, "metrics": metrics, "values": values,
+                "by_value": {v: _group(usable[usable[key] == v], split, metrics) if (usable[key] == v).any() else {}
+                             for v in values}}
     if preset == "seeds":
-        seed = _seed_col(df)
-        seeds = sorted({str(s) for s in usable[seed]}, key=num_key)
+        seed = "dataset.seed" if "dataset.seed" in df.columns else "dataset_seed"
         per_split = {split: _group(usable, split, metrics) for split in SPLITS}
-        return {"metrics": metrics, "seeds": seeds,
-                "systems": {s: {split: per_split[split][s] for split in SPLITS}
-                            for s in sorted(usable["system"].unique())}}
+        return {"metrics": metrics, "seeds": sorted({str(s) for s in usable[seed]}, key=num_key),
+                "systems": {s: {sp: per_split[sp][s] for sp in SPLITS} for s in sorted(usable["system"].unique())}}
     if preset in BY_KEY:
-        return _by(df, usable, BY_KEY[preset], metrics)
+        return by(BY_KEY[preset])
     if preset == "tune":
         return _tune(df, usable, swept, res)
     if preset == "half_life":
-        grid_metrics = sorted({m for per in (res.get("systems") or {}).values() if isinstance(per, dict)
-                               for m in per}) or [M.ECE, M.TOP1]
-        return _grid(df, usable, *HALF_LIFE, grid_metrics)
-    return {"by_key": {k: _by(df, usable, k, metrics) for k in swept}}
+        return _grid(df, usable, sorted({m for per in (res.get("systems") or {}).values() if isinstance(per, dict)
+                                         for m in per}) or [M.ECE, M.TOP1])
+    return {"by_key": {k: by(k) for k in swept}}
 
 
-def _by(df, usable, key: str, metrics: list[str], split: str = "test") -> dict:
-    values = _values_in_plan_order(df, key)
-    return {"key": key, "split": split, "metrics": metrics, "values": values,
-            "by_value": {v: _group(usable[usable[key] == v], split, metrics) if (usable[key] == v).any() else {}
-                         for v in values}}
-
-
-def _grid(df, usable, row_key: str, col_key: str, metrics: list[str], split: str = "test") -> dict:
-    rows, cols = _values_in_plan_order(df, row_key), _values_in_plan_order(df, col_key)
-    test = usable[usable["split"] == split]
-    out = {"split": split, "rows": {"key": row_key, "values": rows}, "columns": {"key": col_key, "values": cols},
-           "systems": {}}
+def _grid(df: pd.DataFrame, usable: pd.DataFrame, metrics: list[str], split: str = "test") -> dict:
+    (rk, ck), test = HALF_LIFE, usable[usable["split"] == split]
+    rows, cols = _values(df, rk), _values(df, ck)
+    out = {"split": split, "rows": {"key": rk, "values": rows}, "columns": {"key": ck, "values": cols}, "systems": {}}
     for system in sorted(usable["system"].unique()):
         sel = test[test["system"] == system]
-        out["systems"][system] = {}
-        for m in metrics:
-            table = sel.assign(_v=_numeric(sel, m)).pivot_table(index=row_key, columns=col_key, values="_v",
-                                                                 aggfunc="first", dropna=False)
-            out["systems"][system][m] = [[_cell(table, a, b) for b in cols] for a in rows]
+        tables = {m: sel.assign(_v=_numeric(sel, m)).pivot_table(index=rk, columns=ck, values="_v", aggfunc="first",
+                                                                 dropna=False) for m in metrics}
+        out["systems"][system] = {m: [[_r6(t.loc[a, b]) if a in t.index and b in t.columns else None for b in cols]
+                                      for a in rows] for m, t in tables.items()}
     return out
 
 
-def _cell(table, a, b):
-    try:
-        v = table.loc[a, b]
-    except KeyError:
-        return None
-    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), DECIMALS)
-
-
-def _tune(df, usable, swept: list[str], res: dict) -> dict:
+def _tune(df: pd.DataFrame, usable: pd.DataFrame, swept: list[str], res: dict) -> dict:
     system = str(res.get("system", "smartvector"))
     sel = usable[usable["system"] == system]
     dev = sel[sel["split"] == "dev"].assign(_top1=lambda d: _numeric(d, M.TOP1),
@@ -160,45 +127,34 @@ def _tune(df, usable, swept: list[str], res: dict) -> dict:
     ranked = dev.sort_values(["_top1", "_mrr", "_label"], ascending=[False, False, True], kind="stable")
     n_planned = int(df["job"].nunique())
     out = {"system": system, "selection": res.get("selection"), "n_candidates": int(len(ranked)),
-           "n_planned": n_planned, "final": int(len(ranked)) == n_planned, "winner": None, "dev_top5": []}
-    for _, r in ranked.head(5).iterrows():
-        out["dev_top5"].append({"job": int(r["job"]), "overrides": r["_label"], f"dev_{M.TOP1}": _num(r[M.TOP1]),
-                                f"dev_{M.MRR_AT_10}": _num(r[M.MRR_AT_10])})
-    if len(ranked):
-        best = ranked.iloc[0]
-        test = sel[(sel["split"] == "test") & (sel["job"] == best["job"])]
-        t = test.iloc[0] if len(test) else None
-        stored_test = ((res.get("winner") or {}).get("test") or {})
-        test_out: dict = {}
-        for k in stored_test:
-            base = next((m for m in M.CI_METRICS if k == M.ci(m)), k)  # an interval: tidy's <metric>_lo / _hi
-            if base not in df.columns:
-                test_out[k] = {"error": f"no column {base} in tidy.csv"}
-            elif t is None:
-                test_out[k] = None
-            elif k != base:
-                test_out[k] = [_num(t[M.lo(base)]), _num(t[M.hi(base)])]
-            else:
-                test_out[k] = _num(t[k])
-        weights = (res.get("winner") or {}).get("weights")
-        prefix = f"retrievers.{system}.weights."
-        if isinstance(weights, dict):  # from the job's config: only the swept entries are known to tidy.csv
-            weights = {**weights, **{k[len(prefix):]: _num(best[k]) for k in swept if k.startswith(prefix)}}
-        out["winner"] = {"job": int(best["job"]), "job_dir": best["job_dir"], "overrides": best["_label"],
-                         "swept": {k: best[k] for k in swept}, "weights": weights,
-                         "dev": {M.TOP1: _num(best[M.TOP1]), M.MRR_AT_10: _num(best[M.MRR_AT_10])},
-                         "test": test_out}
+           "n_planned": n_planned, "final": int(len(ranked)) == n_planned, "winner": None,
+           "dev_top5": [{"job": int(r["job"]), "overrides": r["_label"], f"dev_{M.TOP1}": _num(r[M.TOP1]),
+                         f"dev_{M.MRR_AT_10}": _num(r[M.MRR_AT_10])} for _, r in ranked.head(5).iterrows()]}
+    if not len(ranked):
+        return out
+    best = ranked.iloc[0]
+    test = sel[(sel["split"] == "test") & (sel["job"] == best["job"])]
+    t = test.iloc[0] if len(test) else None
+    test_out: dict = {}
+    for k in ((res.get("winner") or {}).get("test") or {}):
+        base = next((m for m in M.CI_METRICS if k == M.ci(m)), k)  # an interval: tidy's <metric>_lo / _hi
+        test_out[k] = ({"error": f"no column {base} in tidy.csv"} if base not in df.columns else None if t is None
+                       else [_num(t[M.lo(base)]), _num(t[M.hi(base)])] if k != base else _num(t[k]))
+    weights, prefix = (res.get("winner") or {}).get("weights"), f"retrievers.{system}.weights."
+    if isinstance(weights, dict):  # from the job's config: only the swept entries are known to tidy.csv
+        weights = {**weights, **{k[len(prefix):]: _num(best[k]) for k in swept if k.startswith(prefix)}}
+    out["winner"] = {"job": int(best["job"]), "job_dir": best["job_dir"], "overrides": best["_label"],
+                     "swept": {k: best[k] for k in swept}, "weights": weights,
+                     "dev": {M.TOP1: _num(best[M.TOP1]), M.MRR_AT_10: _num(best[M.MRR_AT_10])}, "test": test_out}
     return out
 
 
-def job_counts(df) -> dict:
+def job_counts(df: pd.DataFrame) -> dict:
     """What summary.json must say about the jobs, from tidy.csv's status column (one status per job)."""
     per_job = df.sort_values("job", kind="stable").drop_duplicates("job")
-    counts = {s: int((per_job["status"] == s).sum()) for s in STATUSES}
-    return {"jobs": {"planned": int(len(per_job)), **counts},
+    return {"jobs": {"planned": int(len(per_job)), **{s: int((per_job["status"] == s).sum()) for s in STATUSES}},
             "all_complete": bool(per_job["status"].isin(USABLE).all()),
-            "failed": [int(j) for j in per_job[per_job["status"] == "failed"]["job"]],
-            "missing": [int(j) for j in per_job[per_job["status"] == "missing"]["job"]]}
+            **{k: [int(j) for j in per_job[per_job["status"] == k]["job"]] for k in ("failed", "missing")}}
 
 
 # -- the committed summaries -----------------------------------------------------------------------------------
@@ -246,8 +202,6 @@ QUERY_RATES = {"correct": M.TOP1, "stale": M.STALE_RATE, "rumor": M.RUMOR_RATE}
 def check_queries(folder: Path, tidy) -> Row:
     """queries.csv against tidy.csv: per job, system and split, its row count is n_queries and its correct /
     stale / rumor means are top1 / stale_rate / rumor_rate."""
-    import pandas as pd
-
     rel = f"{folder.name}/{QUERIES}"
     try:
         q = pd.read_csv(folder / QUERIES, dtype={"system": str, "split": str})
