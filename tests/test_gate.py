@@ -299,3 +299,11 @@ def test_a_bad_manifest_is_bad_input(root, capsys):
     (root / "expected.json").write_text("{}")
     assert gate_cli.main(["--expected", str(root / "expected.json"), "--results-from", str(root)]) == 2
     assert "manifest" in capsys.readouterr().err
+
+
+def test_a_dataset_that_cannot_be_rebuilt_here_is_not_replayed_and_says_why(root):
+    edit_json(root / "main" / "metrics.json",
+              lambda d: d["provenance"]["config"]["dataset"].update(name="git_history", repo="../nowhere.bundle"))
+    rows = replay_main("main", root / "main", True, "x")
+    assert len(rows) == 1 and rows[0].ok and rows[0].got == "not replayed here"
+    assert "dataset.repo=../nowhere.bundle not found" in rows[0].note

@@ -20,10 +20,9 @@ from pathlib import Path
 from smartvector_bench.core.provenance import fingerprint, machine, package_versions
 from smartvector_bench.core.results import MainMetrics, ResultError, system_rows
 from smartvector_bench.tools.gate import files, sweeps
-from smartvector_bench.tools.gate.common import EXPERIMENTS, read_result, rel
+from smartvector_bench.tools.gate.common import EXPERIMENTS, Row, read_result, rel
 from smartvector_bench.tools.gate.outputs import experiment_dir
 from smartvector_bench.tools.gate.replay import replay_main
-from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.tolerances import exact_host
 
 RUNS = "runs"  # <preset>/runs/<job_dir>/: a sweep's jobs that the gate reruns, with their run files
@@ -82,7 +81,8 @@ def stored_job_rows(folder: Path, job: Path) -> list[Row]:
             for line in run_file.read_text(encoding="utf-8").splitlines()[1:]:
                 rec = json.loads(line)
                 got = byq.pop((system, rec["query_id"]), None)
-                want = {f: str(int(rec[f])) for f in ("correct", "stale", "rumor")} | {"confidence": _cell(rec["confidence"])}
+                want = {f: _cell(None if rec[f] is None else int(rec[f])) for f in ("correct", "stale", "rumor")}
+                want["confidence"] = _cell(rec["confidence"])
                 if got is None or any(got[k] != v for k, v in want.items()):
                     misses.append(f"{system} {rec['query_id']}: queries.csv {got and {k: got[k] for k in want}}, "
                                   f"run file {want}")

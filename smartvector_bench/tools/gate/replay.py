@@ -24,7 +24,7 @@ from pathlib import Path
 from smartvector_bench.core.cli_errors import one_line
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results import MainMetrics, ResultError
-from smartvector_bench.tools.gate.common import Row
+from smartvector_bench.tools.gate.common import REPO, Row
 from smartvector_bench.tools.gate.tolerances import same_figure
 
 REPLAYED = ("systems", "calibration", "power")
@@ -64,6 +64,15 @@ def _same_text(label: str, name: str, fresh: str, stored: Path, how: str) -> Row
     return _row(label, name, [f"{name}:{line} differs from what today's code writes"], 1, how)
 
 
+def _source_missing(ds_cfg: dict) -> str | None:
+    """Why the dataset cannot be rebuilt on this machine (a git history's repository or a dataset.path absent)."""
+    for key in ("repo", "path"):
+        where = ds_cfg.get(key) if (key == "path" or ds_cfg.get("name") == "git_history") else None
+        if isinstance(where, str) and where and not Path(where).exists() and not (REPO / where).exists():
+            return f"dataset.{key}={where} not found"
+    return None
+
+
 def replay_main(label: str, folder: Path, exact: bool, how: str) -> list[Row]:
     """The replay of one experiment=main folder (see the module docstring): one row per checked part."""
     with tempfile.TemporaryDirectory(prefix="svb-replay-") as tmp:
@@ -81,6 +90,10 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
     try:
         doc = MainMetrics.load(folder / MainMetrics.FILE).to_dict()
         s = dataclasses.replace(settings(doc["provenance"]["config"]), progress=False)
+        missing = _source_missing(doc["provenance"]["config"].get("dataset") or {})
+        if missing:
+            return [Row(f"{label}: replay", "the committed run files evaluated", "not replayed here", how, True,
+                        f"{missing} (the handbook's bundle: ../shared/corpora/); its files' hashes are checked")]
         ds, source = stored_queries.dataset_of(folder, doc, tmp)
         q, corpus = ds.queries, ds.corpus
         runs, lines = {}, {}
