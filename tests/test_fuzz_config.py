@@ -111,6 +111,7 @@ def drawn(name: str, search, *args) -> None:
     assert n > 0
 
 
+@pytest.mark.slow
 def test_every_bad_value_is_rejected_with_one_line_naming_the_key():
     drawn("validate", _validate_search)
 
@@ -170,5 +171,6 @@ def _cli_search(tmp_path_factory, key, value):
     assert set(os.listdir(Path.cwd())) == before
 
 
+@pytest.mark.slow
 def test_the_cli_contract_on_bad_overrides(tmp_path_factory):
     drawn("cli", _cli_search, tmp_path_factory)

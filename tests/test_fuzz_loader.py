@@ -392,6 +392,7 @@ def _raw_search(base, data):
     run_case("raw", base, case)
 
 
+@pytest.mark.slow
 def test_raw_byte_corruption_fails_the_manifest_check(base):
     fuzz("raw", "raw", _raw_search, base)
 
@@ -402,6 +403,7 @@ def _rehashed_search(base, data):
     run_case("rehashed", base, case)
 
 
+@pytest.mark.slow
 def test_rehashed_byte_corruption_reaches_the_parsers(base):
     fuzz("rehashed", "rehashed", _rehashed_search, base)
 
@@ -761,6 +763,7 @@ def _shapes_search(base, data):
     run_case("shapes", base, shape_mutation(data, base))
 
 
+@pytest.mark.slow
 def test_json_shape_corruption_is_rejected_naming_the_line(base):
     fuzz("shapes", "shape", _shapes_search, base)
 
@@ -917,6 +920,7 @@ def _manifest_search(base, data):
     run_case("manifest", base, manifest_mutation(data, base))
 
 
+@pytest.mark.slow
 def test_manifest_corruption_is_rejected(base):
     fuzz("manifest", "manifest", _manifest_search, base)
 
@@ -1009,6 +1013,7 @@ def _files_search(base, data):
     run_case("files", base, file_mutation(data, base))
 
 
+@pytest.mark.slow
 def test_missing_and_odd_files_are_rejected(base):
     fuzz("files", "files", _files_search, base)
 
