@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -56,10 +58,24 @@ def tiny_dataset(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def _tiny_main_run(tmp_path_factory) -> tuple[Path, dict]:
+    """Run once per session: under xdist the first worker to ask runs it in the session's folder (shared by its
+    workers, unique to the session) while the others wait on the lock, then read it."""
+    import fcntl
+
     from experiments.main import run
 
-    out = tmp_path_factory.mktemp("tiny_main") / "run"
-    return out, run(compose_config(TINY + ["embedder=hashing"]), out)
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    out, returned, done = root / "tiny_main_run", root / "tiny_main_run.returned.json", root / "tiny_main_run.done"
+    with open(root / "tiny_main_run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(out, ignore_errors=True)  # a worker that died half way
+            metrics = run(compose_config(TINY + ["embedder=hashing"]), out)
+            returned.write_text(json.dumps(metrics))  # what run() returned, beside the metrics.json it wrote
+            done.touch()
+    return out, json.loads(returned.read_text())
 
 
 @pytest.fixture
@@ -139,14 +155,18 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 #   (`make test-fast`, or one module), importing sentence_transformers fails, in this process and in the
 #   processes it starts (``NO_MODEL``), naming the test, so a test that loads the model unmarked cannot pass.
 # slow: starts another interpreter (the ``cli`` fixture, ``run_cli``, ``subprocess``, ``Popen``, a multiprocessing
-#   ``Process``), each paying Python's, torch's and Hydra's imports; or uses one of SLOW_FIXTURES. The fuzzers and
-#   other multi-second tests carry ``@pytest.mark.slow`` themselves.
+#   ``Process``), each paying Python's, torch's and Hydra's imports; or uses one of SLOW_FIXTURES; or is one of
+#   SLOW_TESTS. The fuzzers and other multi-second tests carry ``@pytest.mark.slow`` themselves.
 # Measure with `pytest --durations=30` (docs/operations.md, "Test time").
 SLOW_FIXTURES = {  # fixture name: what makes it slow (seconds, paid again in each xdist worker)
     "small_results": "tests/test_regress.py: small runs of every experiment, then the gate on them",
     "tiny_main": "tests/test_regress_recompute.py: a small main run, then the gate on it",
     "blessed": "tests/test_regress_gate.py: a copy of results/ blessed by the gate",
     "main_dataset": "tests/test_gate_host_noise.py: the committed main run's dataset, regenerated and replayed",
+}
+SLOW_TESTS = {  # end-to-end tests in files whose owners are rewriting them, until they carry the marker themselves
+    "tests/test_regress.py::test_publish_reruns_through_the_cli_and_writes_provenance",  # 8 s: publish's reruns
+    "tests/test_regress_recompute.py::test_expected_values_regenerated_on_a_copy_of_results_pass",  # 4 s
 }
 REAL_MODEL = re.compile(r"\b(MiniLMEmbedder|scale_dataset|cached_embedder)\(")
 NEW_PROCESS = re.compile(r"\b(cli|run_cli|Popen)\(|\bsubprocess\.(run|call|check_call|check_output)\(|\.Process\(")
@@ -194,7 +214,7 @@ def pytest_collection_modifyitems(config, items):
         if not isinstance(item, pytest.Function):
             continue
         seen: set = set()
-        found = _runs(item.function, seen)
+        found = _runs(item.function, seen) | ({"slow"} if item.nodeid in SLOW_TESTS else set())
         for name, defs in item._fixtureinfo.name2fixturedefs.items():
             if name in SLOW_FIXTURES:
                 found.add("slow")
