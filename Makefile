@@ -23,12 +23,12 @@ reproduce: install
 	$(VENV)/bin/smartvector-bench experiment=main
 
 ## The whole test suite (unit, end-to-end with the hashing embedder and with the real MiniLM model), on every
-## core (pytest-xdist; TEST_WORKERS=0 runs it in this process). Test files stay whole on one worker, so a
-## module's fixtures are built once.
+## core (pytest-xdist; TEST_WORKERS=0 runs it in this process), ending with its 15 slowest tests. Test files stay
+## whole on one worker, so a module's fixtures are built once. Times: docs/operations.md, "Test time".
 TEST_WORKERS ?= auto
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: install
-	$(PYTEST)
+	$(PYTEST) --durations=15
 
 ## The unit tests: no real model (importing it fails, naming the test), no slow end-to-end runs, no browser
 ## (markers in tests/conftest.py). Under 3 minutes on 2 cores.
