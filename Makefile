@@ -22,13 +22,18 @@ install: $(STAMP)
 reproduce: install
 	$(VENV)/bin/smartvector-bench experiment=main
 
-## The whole test suite (unit, end-to-end with the hashing embedder and with the real MiniLM model).
+## The whole test suite (unit, end-to-end with the hashing embedder and with the real MiniLM model), on every
+## core (pytest-xdist; TEST_WORKERS=0 runs it in this process), ending with its 15 slowest tests. Test files stay
+## whole on one worker, so a module's fixtures are built once. Times: docs/operations.md, "Test time".
+TEST_WORKERS ?= auto
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: install
-	$(PY) -m pytest -q
+	$(PYTEST) --durations=15
 
-## Unit tests only (no model loading).
+## The unit tests: no real model (importing it fails, naming the test), no slow end-to-end runs, no browser
+## (markers in tests/conftest.py). Under 3 minutes on 2 cores.
 test-fast: install
-	$(PY) -m pytest -q -m "not model"
+	$(PYTEST) -m "not model and not slow and not browser"
 
 clean-outputs:
 	rm -rf outputs multirun

@@ -1,10 +1,11 @@
 """Two runs with the same config give byte-identical run files whatever the embedding cache holds: cold, warm, or
-pre-filled by another dataset (so the misses are embedded in other batches). Without a cache, and in any order or
-batch, the vectors themselves are bit-identical (tests/test_embedding.py)."""
+partly filled (so the misses are embedded in other batches than the cold run's). Without a cache, and in any order
+or batch, the vectors themselves are bit-identical (tests/test_embedding.py)."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 
 import pytest
 
@@ -28,21 +29,30 @@ def _systems(folder) -> bytes:
 @pytest.mark.slow
 def test_run_files_do_not_depend_on_the_cache_state(cli, tmp_path):
     ds = write_tiny(tmp_path / "ds")
-    other = write_tiny(tmp_path / "other", ["dataset.seed=7", "dataset.n_families=6"])
     cache = tmp_path / "cache.sqlite"
     run = tmp_path / "run"
 
-    def bench(cache_path, dataset=ds):
+    def bench(cache_path):
         shutil.rmtree(run, ignore_errors=True)
-        r = cli("smartvector-bench", *TINY, f"dataset.path={dataset}", SYSTEMS, "experiment.n_boot=50",
+        r = cli("smartvector-bench", *TINY, f"dataset.path={ds}", SYSTEMS, "experiment.n_boot=50",
                 "print_table=false", f"embedder.cache_path={cache_path}", f"hydra.run.dir={run}")
         assert r.returncode == 0, r.stderr[-2000:]
-        return _run_files(run) if dataset == ds else None
+        return _run_files(run)
 
     cold = bench(cache)
     warm = bench(cache)
-    cache.unlink()
-    bench(cache, dataset=other)  # the same cache file now holds another dataset's texts (some shared) ...
-    mixed = bench(cache)  # ... so this run embeds its misses in other batches than the cold run did
+    # A partly filled cache: the same file (its path is part of the run files' config sha256) with every other
+    # vector, in key order, deleted, so this run embeds its misses in other batches than the cold run did. (Before,
+    # a run on another dataset prefilled it: one more process loading the model, for the same state.)
+    db = sqlite3.connect(cache)
+    keys = [k for (k,) in db.execute("SELECT key FROM vectors ORDER BY key")]
+    with db:
+        db.executemany("DELETE FROM vectors WHERE key = ?", [(k,) for k in keys[::2]])
+    assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == len(keys) // 2 > 20
+    db.close()
+    mixed = bench(cache)
+    db = sqlite3.connect(cache)  # the misses were embedded and written back
+    assert db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == len(keys)
+    db.close()
     assert len(cold) == 4 and cold["run_plain_cosine.jsonl"].count(b"\n") > 10
     assert warm == cold and mixed == cold

@@ -169,10 +169,9 @@ def _check_table(table: str, metrics: dict) -> None:
         assert f"Power ({metrics['power']['split']} split, {metrics['power']['n_queries']} queries" in table
 
 
-def test_main_on_tiny_dataset_with_hashing_embedder(tmp_path):
-    cfg = compose_config(TINY + ["embedder=hashing"])
-    metrics = run(cfg, tmp_path / "run")
-    out = tmp_path / "run"
+def test_main_on_tiny_dataset_with_hashing_embedder(tiny_main_run):
+    cfg = compose_config(TINY + ["embedder=hashing"])  # the config tiny_main_run ran
+    out, metrics = tiny_main_run
     ds = _read_dataset(out / "dataset")
     _check_metrics_file(metrics, len(ds["corpus"]), len(ds["queries"]), list(cfg["retrievers"]))
     assert metrics["dataset"]["labels"] is True
@@ -185,14 +184,14 @@ def test_main_on_tiny_dataset_with_hashing_embedder(tmp_path):
     assert metrics["system_info"]["oracle"]["reads_labels"] is True
 
 
-def test_saved_run_can_be_rescored_without_the_model(tmp_path):
+def test_saved_run_can_be_rescored_without_the_model(tiny_main_run):
     from smartvector_bench.core.dataset import load_dataset
     from smartvector_bench.core.evaluator import evaluate_split
     from smartvector_bench.core.run import read_run_jsonl
 
-    metrics = run(compose_config(TINY + ["embedder=hashing"]), tmp_path / "run")
-    ds = load_dataset(tmp_path / "run" / "dataset")
-    meta, saved = read_run_jsonl(tmp_path / "run" / "run_smartvector.jsonl", ds.queries, ds.corpus)
+    out, metrics = tiny_main_run
+    ds = load_dataset(out / "dataset")
+    meta, saved = read_run_jsonl(out / "run_smartvector.jsonl", ds.queries, ds.corpus)
     assert meta["system"] == "smartvector" == saved.system
     again = evaluate_split(saved, ds.queries, "test", n_boot=1000, seed=0,
                            windows=(ds.corpus.valid_from, ds.corpus.valid_to))
@@ -202,16 +201,16 @@ def test_saved_run_can_be_rescored_without_the_model(tmp_path):
         assert again[key] == original[key], key
 
 
-def test_same_config_gives_identical_metrics(tmp_path):
-    cfg = compose_config(TINY + ["embedder=hashing", "experiment.n_boot=200"])
-    a = run(cfg, tmp_path / "a")
-    b = run(cfg, tmp_path / "b")
+@pytest.mark.slow
+def test_same_config_gives_identical_metrics(tiny_main_run, tmp_path):
+    """A second run of tiny_main_run's config, later in the same process (after whatever ran in between)."""
+    a_dir, a = tiny_main_run
+    b = run(compose_config(TINY + ["embedder=hashing"]), tmp_path / "b")
     assert a["systems"] == b["systems"] and a["power"] == b["power"]
     assert a["dataset"]["sha256"] == b["dataset"]["sha256"]
-    assert (tmp_path / "a" / "dataset" / "corpus.jsonl").read_bytes() == \
-        (tmp_path / "b" / "dataset" / "corpus.jsonl").read_bytes()
+    assert (a_dir / "dataset" / "corpus.jsonl").read_bytes() == (tmp_path / "b" / "dataset" / "corpus.jsonl").read_bytes()
     for name in ("run_plain_cosine.jsonl", "run_smartvector.jsonl", "run_oracle.jsonl", "table.md"):
-        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+        assert (a_dir / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
 
 
 def test_existing_dataset_folder_is_evaluated_in_place(tmp_path, tiny_dataset):

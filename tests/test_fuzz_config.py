@@ -86,7 +86,7 @@ def _accepts(exp: str, key: str, value) -> bool:
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(CASES))
-def test_every_bad_value_is_rejected_with_one_line_naming_the_key(case):
+def _validate_search(case):
     exp, key, value = case
     COUNTS["validate"] = COUNTS.get("validate", 0) + 1
     cfg = _set(CONFIGS[exp], key, value)
@@ -99,6 +99,21 @@ def test_every_bad_value_is_rejected_with_one_line_naming_the_key(case):
     assert "\n" not in message
     leaf = key.split(".")[-1]
     assert leaf in message or key.rsplit(".", 1)[0] in message, (key, value, message)
+
+
+def drawn(name: str, search, *args) -> None:
+    """Runs the Hypothesis ``search`` and reports how many cases it drew (``pytest -s`` or ``-rA``); only this
+    call's cases are counted, whatever ran before it."""
+    before = COUNTS.get(name, 0)
+    search(*args)
+    n = COUNTS.get(name, 0) - before
+    print(f"config fuzz ({name}): {len(CASES)} catalogued bad values over {len(LEAVES)} leaf keys; drawn: {n}")
+    assert n > 0
+
+
+@pytest.mark.slow
+def test_every_bad_value_is_rejected_with_one_line_naming_the_key():
+    drawn("validate", _validate_search)
 
 
 def test_the_default_configs_validate():
@@ -142,7 +157,7 @@ VALID = {("print_table", "true"), ("dataset.versions", "[1,2]"),  # the only val
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                  HealthCheck.function_scoped_fixture])
 @given(key=st.sampled_from(CLI_KEYS), value=st.sampled_from(CLI_BAD))
-def test_the_cli_contract_on_bad_overrides(tmp_path_factory, key, value):
+def _cli_search(tmp_path_factory, key, value):
     assume((key, value) not in VALID)
     base = tmp_path_factory.mktemp("fuzzcli")
     COUNTS["cli"] = COUNTS.get("cli", 0) + 1
@@ -156,8 +171,6 @@ def test_the_cli_contract_on_bad_overrides(tmp_path_factory, key, value):
     assert set(os.listdir(Path.cwd())) == before
 
 
-def test_fuzz_case_counts(capsys):
-    """Reports how many cases the two fuzzers drew (run last in this file)."""
-    with capsys.disabled():
-        print(f"\nconfig fuzz: {len(CASES)} catalogued bad values over {len(LEAVES)} leaf keys; drawn: {COUNTS}")
-    assert COUNTS.get("validate", 0) > 0 and COUNTS.get("cli", 0) > 0
+@pytest.mark.slow
+def test_the_cli_contract_on_bad_overrides(tmp_path_factory):
+    drawn("cli", _cli_search, tmp_path_factory)

@@ -20,8 +20,10 @@ are unchanged, no temporary leftovers). Five families of corruption, each a test
   ``qrels/`` should be, swapped files, unreadable files (skipped as root, which ignores permissions; a
   separate test drops to an unprivileged user instead).
 
-``test_zz_example_counts`` prints how many examples each strategy ran (``pytest -s`` or the ``-rA`` summary).
-``SVB_FUZZ_SCALE=4`` multiplies every ``max_examples`` (a longer local run).
+Each fuzz test prints how many examples each of its strategies ran (``pytest -s`` or the ``-rA`` summary) and
+fails if its cases all loaded or all were rejected; it counts only its own cases, so it does not depend on which
+tests ran before it or in which process. ``SVB_FUZZ_SCALE=4`` multiplies every ``max_examples`` (a longer local
+run).
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ HEADER = "query-id\tcorpus-id\tscore"
 SCALE = float(os.environ.get("SVB_FUZZ_SCALE", "1"))
 # Each example writes and removes a folder: on tmpfs that is ~10x cheaper than on a busy disk.
 TMP_DIR = os.environ.get("SVB_FUZZ_TMP") or next((d for d in ("/dev/shm",) if os.access(d, os.W_OK)), None)
-COUNTS: Counter = Counter()  # strategy -> examples run (reported by test_zz_example_counts)
+COUNTS: Counter = Counter()  # strategy -> examples run (each fuzz test reports its own, see fuzz())
 OUTCOMES: Counter = Counter()  # (test, "loaded" / "rejected")
+RUNS: Counter = Counter()  # test -> cases run (picks the cases that also run the validator)
 OUTCOMES_LAST = [""]  # the outcome of the case being run
 VALIDATOR_EVERY = 8  # every 8th case also runs smartvector-validate (about 30 ms a case, jsonschema per row)
 
@@ -187,6 +190,7 @@ def _restore_permissions(root: Path) -> None:
 
 def run_case(test: str, base: Base, case: Case) -> None:
     COUNTS[case.strategy] += 1
+    RUNS[test] += 1
     event(case.strategy)
     with tempfile.TemporaryDirectory(prefix="svb-fuzz-", dir=TMP_DIR) as tmp:
         folder = Path(tmp) / "ds"
@@ -221,7 +225,7 @@ def run_case(test: str, base: Base, case: Case) -> None:
                 assert isinstance(ds, Dataset)
                 if case.check:
                     case.check(ds)
-            if sum(COUNTS.values()) % VALIDATOR_EVERY == 0:  # smartvector-validate agrees with the loader
+            if RUNS[test] % VALIDATOR_EVERY == 0:  # smartvector-validate agrees with the loader
                 problems, _ = validate_folder(folder)
                 rejected = OUTCOMES_LAST[0] == "rejected"
                 assert bool(problems) == rejected, f"{case.desc}: loader {'rejected' if rejected else 'loaded'}, " \
@@ -231,6 +235,28 @@ def run_case(test: str, base: Base, case: Case) -> None:
                 sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k)))
         finally:
             _restore_permissions(Path(tmp))
+
+
+def fuzz(test: str, family: str, search: Callable[..., None], base: Base) -> None:
+    """Runs the Hypothesis ``search`` (all its examples) for the fuzz ``test``, whose strategies are named
+    ``family:...``; prints how many examples each strategy ran, and fails if the test's cases all loaded or all
+    were rejected (a fuzzer that tests one side of the loader only). Only this call's cases are counted."""
+    counts, outcomes = COUNTS.copy(), OUTCOMES.copy()
+    search(base)
+    ran = {k.split(":", 1)[1]: n for k, n in (COUNTS - counts).items() if k.split(":")[0] == family}
+    got = {o: n for (t, o), n in (OUTCOMES - outcomes).items() if t == test}
+    lines = [f"{family + ' (total)':34s} {sum(ran.values()):6d}"]
+    lines += [f"  {k:32s} {v:6d}" for k, v in sorted(ran.items())]
+    lines.append(f"outcomes: loaded {got.get('loaded', 0)}, rejected {got.get('rejected', 0)}")
+    report = "\n".join(lines)
+    print(report)
+    out = os.environ.get("SVB_FUZZ_COUNTS")
+    if out:
+        with open(out, "a", encoding="utf-8") as f:  # one write per test, whichever process runs it
+            f.write(report + "\n")
+    assert ran, f"{test}: no example ran"
+    assert got.get("loaded") and got.get("rejected"), \
+        f"{test}: its cases never {'loaded' if not got.get('loaded') else 'were rejected'}: {got}"
 
 
 # ------------------------------------------------------------------------------------ syntax oracles
@@ -367,17 +393,25 @@ def byte_mutation(data: st.DataObject, base: Base, rehash: bool) -> tuple[Case, 
 
 @fuzz_settings(500)
 @given(data=st.data())
-def test_raw_byte_corruption_fails_the_manifest_check(base, data):
+def _raw_search(base, data):
     case, old, new = byte_mutation(data, base, rehash=False)
     run_case("raw", base, case)
 
 
+@pytest.mark.slow
+def test_raw_byte_corruption_fails_the_manifest_check(base):
+    fuzz("raw", "raw", _raw_search, base)
+
 @fuzz_settings(1200)
 @given(data=st.data())
-def test_rehashed_byte_corruption_reaches_the_parsers(base, data):
+def _rehashed_search(base, data):
     case, old, new = byte_mutation(data, base, rehash=True)
     run_case("rehashed", base, case)
 
+
+@pytest.mark.slow
+def test_rehashed_byte_corruption_reaches_the_parsers(base):
+    fuzz("rehashed", "rehashed", _rehashed_search, base)
 
 # ----------------------------------------------------------------------------------------- 3. JSON shapes
 
@@ -731,9 +765,13 @@ def shape_mutation(data: st.DataObject, base: Base) -> Case:
 
 @fuzz_settings(2000)
 @given(data=st.data())
-def test_json_shape_corruption_is_rejected_naming_the_line(base, data):
+def _shapes_search(base, data):
     run_case("shapes", base, shape_mutation(data, base))
 
+
+@pytest.mark.slow
+def test_json_shape_corruption_is_rejected_naming_the_line(base):
+    fuzz("shapes", "shape", _shapes_search, base)
 
 # ------------------------------------------------------------------------------------------- 4. manifests
 
@@ -884,9 +922,13 @@ def manifest_mutation(data: st.DataObject, base: Base) -> Case:
 
 @fuzz_settings(600)
 @given(data=st.data())
-def test_manifest_corruption_is_rejected(base, data):
+def _manifest_search(base, data):
     run_case("manifest", base, manifest_mutation(data, base))
 
+
+@pytest.mark.slow
+def test_manifest_corruption_is_rejected(base):
+    fuzz("manifest", "manifest", _manifest_search, base)
 
 # ------------------------------------------------------------------------------------------------ 5. files
 
@@ -973,9 +1015,13 @@ def file_mutation(data: st.DataObject, base: Base) -> Case:
 
 @fuzz_settings(250)
 @given(data=st.data())
-def test_missing_and_odd_files_are_rejected(base, data):
+def _files_search(base, data):
     run_case("files", base, file_mutation(data, base))
 
+
+@pytest.mark.slow
+def test_missing_and_odd_files_are_rejected(base):
+    fuzz("files", "files", _files_search, base)
 
 # ------------------------------------------------------------------------------------ deterministic cases
 
@@ -1219,27 +1265,3 @@ def test_unreadable_file_is_a_bench_error_for_an_unprivileged_user(base, target)
     finally:
         _restore_permissions(tmp)
         shutil.rmtree(tmp)
-
-
-def test_zz_example_counts(capsys):
-    """How many examples each strategy ran in this session (filled in by the fuzz tests above)."""
-    if not COUNTS:
-        pytest.skip("the fuzz tests did not run in this session")
-    lines = [f"{'strategy':34s} examples"]
-    for family in ("raw", "rehashed", "shape", "manifest", "files"):
-        sub = {k: v for k, v in COUNTS.items() if k.split(":")[0] == family}
-        if sub:
-            lines.append(f"{family + ' (total)':34s} {sum(sub.values()):6d}")
-            lines += [f"  {k.split(':', 1)[1]:32s} {v:6d}" for k, v in sorted(sub.items())]
-    lines.append(f"{'all':34s} {sum(COUNTS.values()):6d}")
-    lines.append("outcomes: " + ", ".join(f"{t} {o} {n}" for (t, o), n in sorted(OUTCOMES.items())))
-    report = "\n".join(lines)
-    out = os.environ.get("SVB_FUZZ_COUNTS")
-    if out:
-        Path(out).write_text(report + "\n")
-    with capsys.disabled():
-        print("\n" + report)
-    # A fuzzer whose cases all load (or all fail) tests one side of the loader only: every target must do both.
-    one_sided = sorted({t for t, _ in OUTCOMES} - {t for (t, o), n in OUTCOMES.items() if o == "loaded" and n}
-                       | ({t for t, _ in OUTCOMES} - {t for (t, o), n in OUTCOMES.items() if o == "rejected" and n}))
-    assert not one_sided, f"fuzz targets that never loaded or never rejected a case: {one_sided}"

@@ -82,6 +82,7 @@ def test_rankings_do_not_depend_on_labels(tmp_path):
         assert a[name] == b[name], f"{name}: its rankings changed when only the labels changed"
 
 
+@pytest.mark.slow
 def test_the_scramble_changes_what_the_oracle_sees(tmp_path):
     """The test above can fail: the oracle, which reads labels, does change."""
     original = write_tiny(tmp_path / "ds")

@@ -575,6 +575,7 @@ def test_main_experiment_on_tiny_dataset(tmp_path):
     assert returned > 0 and outside == 0 and future == 0
 
 
+@pytest.mark.slow
 def test_no_temporal_leakage_on_the_default_dataset(default_dataset, tmp_path):
     ds = load_dataset(default_dataset)
     corpus, queries = ds.corpus, ds.queries

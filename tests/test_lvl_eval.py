@@ -376,7 +376,8 @@ def test_an_edited_ground_truth_file_is_refused(small, tmp_path):
 def test_lvl_eval_with_minilm_through_the_cli(cli, tmp_path):
     out = tmp_path / "run"
     proc = cli("smartvector-bench", "experiment=lvl_eval", "dataset.n_documents=20", "experiment.repeats=2",
-               "experiment.n_boot=200", "experiment.progress=false", f"hydra.run.dir={out}")
+               "experiment.n_boot=200", "experiment.progress=false", f"hydra.run.dir={out}",
+               f"embedder.cache_path={tmp_path / 'cache.sqlite'}")  # cold, as on a fresh clone; not the repo's
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| temporal leakage | 0% |" in proc.stdout and "| hot tier (current) latency" in proc.stdout
     result = json.loads((out / "lvl_eval.json").read_text())

@@ -114,7 +114,8 @@ def test_settings_defaults_match_the_config_file():
 @pytest.mark.model
 def test_reembed_cost_with_minilm_through_the_cli(cli, tmp_path):
     out = tmp_path / "run"
-    proc = cli("smartvector-bench", "experiment=reembed_cost", "experiment.n_edits=40", f"hydra.run.dir={out}")
+    proc = cli("smartvector-bench", "experiment=reembed_cost", "experiment.n_edits=40", f"hydra.run.dir={out}",
+               f"embedder.cache_path={tmp_path / 'cache.sqlite'}")  # cold, as on a fresh clone; not the repo's
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "| surgical |" in proc.stdout and "equivalent to rebuild" in proc.stdout
     result = json.loads((out / "reembed_cost.json").read_text())

@@ -10,13 +10,12 @@ import shutil
 
 import pytest
 
-from experiments.main import run
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.tools import publish
 from smartvector_bench.tools.gate.files import file_digest
 from smartvector_bench.tools.report import cli, drill, stored_queries
 
-from .conftest import REPO, TINY, compose_config
+from .conftest import REPO
 from .report_dom import parse
 
 NEW_KEYS = ("text", "as_of", "labels", "signals")
@@ -27,11 +26,12 @@ def _jsonl(path):
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A finished main run on a tiny dataset (1.1 run files), with the dataset/ folder it wrote kept aside."""
+def tiny_run(_tiny_main_run, tmp_path_factory):
+    """A finished main run on a tiny dataset (1.1 run files; a copy of conftest's tiny_main_run), with the
+    dataset/ folder it wrote kept aside."""
     root = tmp_path_factory.mktemp("stored")
     out = root / "results" / "main"
-    run(compose_config(TINY + ["embedder=hashing"]), out)
+    shutil.copytree(_tiny_main_run[0], out)
     shutil.move(out / "dataset", root / "dataset")  # published folders keep no dataset/: force the regeneration
     (out / "PROVENANCE.json").write_text(json.dumps({"files": {}}))
     return out, root / "dataset"

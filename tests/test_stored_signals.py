@@ -9,13 +9,12 @@ import shutil
 
 import pytest
 
-from experiments.main import run
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.tools import publish
 from smartvector_bench.tools.gate.files import file_digest
 from smartvector_bench.tools.report import cli, stored_queries, stored_signals
 
-from .conftest import REPO, TINY, compose_config
+from .conftest import REPO
 from .report_dom import parse
 
 FOUR = {"smartvector", "smartvector_soft", "kg_smartvector"}
@@ -27,10 +26,11 @@ def _jsonl(path):
 
 
 @pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    """A finished main run on a tiny dataset (1.1 run files with signals); no dataset/ (it is regenerated)."""
+def tiny_run(_tiny_main_run, tmp_path_factory):
+    """A finished main run on a tiny dataset (1.1 run files with signals; a copy of conftest's tiny_main_run);
+    no dataset/ (it is regenerated)."""
     out = tmp_path_factory.mktemp("signals") / "results" / "main"
-    run(compose_config(TINY + ["embedder=hashing"]), out)
+    shutil.copytree(_tiny_main_run[0], out)
     shutil.rmtree(out / "dataset")
     (out / "PROVENANCE.json").write_text(json.dumps({"files": {}}))
     return out

@@ -84,6 +84,7 @@ def test_preset_expands_to_the_planned_jobs_one_safe_folder_each(preset):
             "only_semantic", "only_temporal", "only_confidence", "only_relational"]
 
 
+@pytest.mark.slow  # hundreds of Hydra compositions (2 s a preset)
 @pytest.mark.parametrize("preset", sorted(PRESETS))
 def test_every_preset_job_composes_and_builds(preset):
     """Each job's overrides give a valid config (every distinct swept value is used by some job checked)."""
