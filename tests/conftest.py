@@ -155,18 +155,11 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 #   (`make test-fast`, or one module), importing sentence_transformers fails, in this process and in the
 #   processes it starts (``NO_MODEL``), naming the test, so a test that loads the model unmarked cannot pass.
 # slow: starts another interpreter (the ``cli`` fixture, ``run_cli``, ``subprocess``, ``Popen``, a multiprocessing
-#   ``Process``), each paying Python's, torch's and Hydra's imports; or uses one of SLOW_FIXTURES; or is one of
-#   SLOW_TESTS. The fuzzers and other multi-second tests carry ``@pytest.mark.slow`` themselves.
+#   ``Process``), each paying Python's, torch's and Hydra's imports; or uses one of SLOW_FIXTURES. The fuzzers and
+#   other multi-second tests carry ``@pytest.mark.slow`` themselves.
 # Measure with `pytest --durations=30` (docs/operations.md, "Test time").
 SLOW_FIXTURES = {  # fixture name: what makes it slow (seconds, paid again in each xdist worker)
-    "small_results": "tests/test_regress.py: small runs of every experiment, then the gate on them",
-    "tiny_main": "tests/test_regress_recompute.py: a small main run, then the gate on it",
-    "blessed": "tests/test_regress_gate.py: a copy of results/ blessed by the gate",
-    "main_dataset": "tests/test_gate_host_noise.py: the committed main run's dataset, regenerated and replayed",
-}
-SLOW_TESTS = {  # end-to-end tests in files whose owners are rewriting them, until they carry the marker themselves
-    "tests/test_regress.py::test_publish_reruns_through_the_cli_and_writes_provenance",  # 8 s: publish's reruns
-    "tests/test_regress_recompute.py::test_expected_values_regenerated_on_a_copy_of_results_pass",  # 4 s
+    "small_results": "tests/test_regress.py: small runs of four experiments, then the gate's manifest of them",
 }
 REAL_MODEL = re.compile(r"\b(MiniLMEmbedder|scale_dataset|cached_embedder)\(")
 NEW_PROCESS = re.compile(r"\b(cli|run_cli|Popen)\(|\bsubprocess\.(run|call|check_call|check_output)\(|\.Process\(")
@@ -214,7 +207,7 @@ def pytest_collection_modifyitems(config, items):
         if not isinstance(item, pytest.Function):
             continue
         seen: set = set()
-        found = _runs(item.function, seen) | ({"slow"} if item.nodeid in SLOW_TESTS else set())
+        found = _runs(item.function, seen)
         for name, defs in item._fixtureinfo.name2fixturedefs.items():
             if name in SLOW_FIXTURES:
                 found.add("slow")

@@ -104,6 +104,7 @@ def test_a_failing_rerun_fails_the_gate(small_results, tmp_path, capsys):
     assert "| reembed_cost (rerun) | exit 0 | exit code 2 |" in out and "n_edits" in out
 
 
+@pytest.mark.slow
 def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     dest = tmp_path / "results"
     code = publish.main(["--only", "main", "--results-dir", str(dest), *_cli_overrides("main")])
