@@ -87,11 +87,11 @@ def test_every_system_has_a_filter_a_category_row_and_a_drill_down(main_page):
     options = section.one("select", cls="query-select").find("option")
     assert len(options) == mm.dataset["n_queries"]
     assert section.one("div", cls="query-detail")
-    # the committed run files are the old kind (1.0): text, as_of and every hit's label come from queries.jsonl,
-    # the four-signal systems' signals from signals.jsonl
-    assert "from the folder's queries.jsonl" in section.text and "need a run file made after" not in section.text
-    assert "come from the folder's signals.jsonl" in section.text
-    assert "need a run file written with per-hit labels" not in section.text
+    # the committed run files are format 1.1: text, as_of, every hit's label and the four signals come from them
+    # (the 1.0 fallbacks, queries.jsonl and signals.jsonl, are tests/test_report_drill.py's)
+    assert "from the folder's queries.jsonl" not in section.text and "need a run file made after" not in section.text
+    assert "come from the folder's signals.jsonl" not in section.text
+    assert "need a run file written with per-hit labels" not in section.text and "per-hit labels" in section.text
     prov = section.one("section", cls="provenance")
     assert mm.dataset["sha256"] in prov.text and mm.provenance["git"]["sha"] in prov.text
     assert mm.provenance["packages"]["faiss-cpu"] in prov.text
@@ -103,7 +103,7 @@ def test_the_drill_down_json_holds_every_query_and_at_most_ten_hits(main_page):
     mm = MainMetrics.load(RESULTS / "main")
     assert run["systems"] == ordered(mm.systems)
     assert len(run["queries"]) == mm.dataset["n_queries"]
-    assert run["per_hit_labels"] and run["stored_queries"]  # every hit labelled, from results/main/queries.jsonl
+    assert run["per_hit_labels"] and not run["stored_queries"]  # every hit labelled, by the 1.1 run files
     assert {h["l"][0] for q in run["queries"].values() for h in q["hits"].values()} >= {"c", "s", "r"}
     for q in run["queries"].values():
         assert isinstance(q["text"], str) and q["text"] and isinstance(q["as_of"], str) and q["as_of"]
