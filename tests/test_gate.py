@@ -16,7 +16,7 @@ import pytest
 
 from smartvector_bench.tools.gate import cli as gate_cli, tolerances as T
 from smartvector_bench.tools.gate.committed import check_committed
-from smartvector_bench.tools.gate.expected import read_expected
+from smartvector_bench.tools.gate.files import read_expected
 from smartvector_bench.tools.gate.rankings import line_diff
 from smartvector_bench.tools.gate.replay import replay_main
 

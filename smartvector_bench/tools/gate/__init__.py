@@ -25,8 +25,7 @@ any miss, 2 on bad input.
     python -m smartvector_bench.tools.gate --results-from DIR       # compare DIR (a results root or a run folder)
     python -m smartvector_bench.tools.gate --write-expected         # the manifest of results/ (after publishing)
 
-The experiments it knows are declared once, in ``experiments/__init__.py``. Modules: ``common.py`` (paths, exit
-codes, result files), ``report.py`` (rows), ``tolerances.py``, ``files.py`` (manifest, provenance),
-``expected.py``, ``rankings.py``, ``replay.py``, ``sweeps.py``, ``outputs.py``, ``rerun.py``,
-``sweep_reruns.py``, ``committed.py``, ``cli.py``.
+The experiments it knows are declared once, in ``experiments/__init__.py``. Modules: ``common.py`` (paths, rows,
+exit codes), ``tolerances.py``, ``files.py`` (manifest, provenance), ``rankings.py``, ``replay.py``, ``sweeps.py``,
+``outputs.py``, ``rerun.py``, ``sweep_reruns.py``, ``committed.py``, ``cli.py``.
 """

@@ -1,7 +1,5 @@
-"""The gate's command line (``python -m smartvector_bench.tools.gate``, ``make regress``): ``run_gate`` checks the
-committed results, then reruns the experiments and the reduced sweeps and compares them with the committed
-ones, prints the misses (every row with ``--verbose``) and returns the exit code (0 all pass, 1 a miss, 2 bad
-input)."""
+"""The gate's command line (``make regress``): ``run_gate`` checks the committed results, reruns the experiments
+and the reduced sweeps, compares them with the committed ones, prints the misses and returns the exit code."""
 
 from __future__ import annotations
 
@@ -20,14 +18,13 @@ from smartvector_bench.tools.gate.committed import check_committed, host_note
 from smartvector_bench.tools.gate.common import (EXIT_BAD_INPUT, EXIT_MISS, EXPECTED, EXPERIMENTS, PROG,
                                                  RESULTS_DIR, BadInput, Row, committed_counts, committed_line,
                                                  read_result, rel, render_table)
-from smartvector_bench.tools.gate.expected import read_expected, write_expected
-from smartvector_bench.tools.gate.files import manifest_root
+from smartvector_bench.tools.gate.files import manifest_root, read_expected, write_expected
 from smartvector_bench.tools.gate.outputs import compare_outcomes, compare_results, experiment_dir
 from smartvector_bench.tools.gate.replay import leaves
 from smartvector_bench.tools.gate.rerun import (GATE_RERUN_EXTRA, RERUN_ENV, add_rerun_options, bench_executable,
                                                 rerun_many)
-from smartvector_bench.tools.gate.sweep_reruns import SWEEPS, failed_row, rerun_sweeps
-from smartvector_bench.tools.gate.tolerances import describe, exact_host
+from smartvector_bench.tools.gate.sweep_reruns import SWEEPS, rerun_sweeps
+from smartvector_bench.tools.gate.tolerances import exact_host
 
 
 def _names(values: list[str] | None) -> list[str] | None:
@@ -60,12 +57,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _config_misses(a: dict, b: dict) -> list[str]:
-    la, lb = leaves(result_config(a)), leaves(result_config(b))
-    return [f"{k}: {lb.get(k, 'MISSING')!r}, committed {la.get(k, 'MISSING')!r}" for k in sorted(set(la) | set(lb))
-            if la.get(k, "MISSING") != lb.get(k, "MISSING")]
-
-
 def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
     """A main-kind run folder against the committed one: the dataset, the config (its result keys) and every
     run file's ranked lists."""
@@ -75,7 +66,9 @@ def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
         return [Row(f"{label}: metrics.json", "readable", "ERROR", "-", False, str(exc))]
     exact, why = exact_host(a["provenance"], b["provenance"])
     sha_a, sha_b = a["dataset"]["sha256"], b["dataset"]["sha256"]
-    misses = _config_misses(a["provenance"]["config"], b["provenance"]["config"])
+    ca, cb = (leaves(result_config(d["provenance"]["config"])) for d in (a, b))
+    misses = [f"{k}: {cb.get(k, 'MISSING')!r}, committed {ca.get(k, 'MISSING')!r}" for k in sorted(set(ca) | set(cb))
+              if ca.get(k, "MISSING") != cb.get(k, "MISSING")]
     return [Row(f"{label}: dataset sha256", sha_a[:12], sha_b[:12], "exact", sha_a == sha_b,
                 "" if sha_a == sha_b else "the generator or its config changed"),
             Row(f"{label}: config", "the committed result keys", "equal" if not misses else f"{len(misses)} differ",
@@ -90,8 +83,7 @@ def compare_experiment(name: str, committed: Path, fresh: Path) -> list[Row]:
         prov = [read_result(name, f / EXPERIMENTS[name].result_file)["provenance"] for f in (committed, fresh)]
     except (ResultError, KeyError) as exc:
         return [Row(f"{name}: {EXPERIMENTS[name].result_file}", "readable", "ERROR", "-", False, str(exc))]
-    exact, why = exact_host(*prov)
-    how = host_note(exact, why)
+    exact, how = exact_host(*prov)[0], host_note(*exact_host(*prov))
     return compare_results(name, committed, fresh, exact, how) + compare_outcomes(name, committed, fresh, exact, how)
 
 
@@ -126,9 +118,8 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.results_from:
         if not args.results_from.is_dir():
             raise BadInput(f"--results-from {args.results_from}: not a folder")
-        found = {n: experiment_dir(args.results_from, n) for n in (only or EXPERIMENTS) if n in EXPERIMENTS}
-        found = {n: f for n, f in found.items() if f is not None and (root / n).is_dir()
-                 and f.resolve() != (root / n).resolve()}
+        found = {n: f for n in (only or EXPERIMENTS) if n in EXPERIMENTS and (f := experiment_dir(args.results_from, n))
+                 and (root / n).is_dir() and f.resolve() != (root / n).resolve()}
         if not found and args.results_from.resolve() != root:
             raise BadInput(f"--results-from {args.results_from}: no results of {', '.join(names)} found")
         for n, folder in found.items():
@@ -137,7 +128,6 @@ def run_gate(args: argparse.Namespace) -> int:
     else:
         workdir = args.keep or Path(tmp := tempfile.mkdtemp(prefix="svb-regress-"))
         workdir.mkdir(parents=True, exist_ok=True)
-        print(f"tolerances off the publishing machine: {describe()}")
         if names:
             print(f"rerunning {', '.join(names)} in {workdir} ({args.jobs} at a time) ...", flush=True)
         for n, r in rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides),
@@ -155,8 +145,8 @@ def run_gate(args: argparse.Namespace) -> int:
             print(f"  {p}: {'ok' if r.error is None else 'FAILED'} in {r.wall_time_s:.1f} s, {len(r.jobs)} job(s): "
                   f"{shlex.join(r.command)}", flush=True)
             if r.error is not None or not r.jobs:
-                rows.append(failed_row(r) if r.error else Row(f"{p} (reduced rerun)", "jobs", "none", "-", False,
-                                                               "the rerun's tidy.csv lists no job"))
+                rows.append(Row(f"{p} (reduced rerun)", "exit 0 and jobs", "FAILED", "-", False,
+                                r.error or "the rerun's tidy.csv lists no job"))
             for fresh, stored in r.jobs:
                 label = f"{p}/{fresh.name}"
                 rows += compare_main(label, stored, fresh) if stored is not None else \
@@ -165,8 +155,7 @@ def run_gate(args: argparse.Namespace) -> int:
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    table = render_table(rows, args.verbose)
-    if table:
+    if table := render_table(rows, args.verbose):
         print(table)
     fails = [r for r in rows if not r.ok]
     print(f"reruns: {len(rows) - len(fails)} passed, {len(fails)} failed; committed: "

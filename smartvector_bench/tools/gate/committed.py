@@ -1,14 +1,10 @@
 """The committed check: the results root as committed, before anything is rerun. Host-independent and quick.
 
-1. Files (``files.py``): every file under the root recorded in the manifest with its sha256, none unrecorded,
-   each equal to the bytes its ``PROVENANCE.json`` lists.
-2. Replay (``replay.py``): every folder of experiment=main (``main``, ``main_large``, ``handbook``; each stored
-   job of a sweep under ``<preset>/runs/``) recomputed by today's code from its run files; a stored sweep job's
-   rows of ``tidy.csv`` and ``queries.csv`` must be the ones its metrics.json and run files give.
-3. Sweeps (``sweeps.py``): each ``summary.json`` recomputed from its ``tidy.csv``; the other result files read
-   through their result objects (a file without the shape of its kind is one row naming the key).
-
-Each row names its file."""
+1. Files (``files.py``): the manifest and each ``PROVENANCE.json``.
+2. Replay (``replay.py``): every folder of experiment=main, each stored sweep job (``<preset>/runs/``) included,
+   recomputed by today's code from its run files; a stored job's rows of tidy.csv and queries.csv must be its own.
+3. Sweeps (``sweeps.py``): each summary.json from its tidy.csv; the other result files read through their result
+   objects (a file without the shape of its kind is one row naming the key)."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ import platform
 from pathlib import Path
 
 from smartvector_bench.core.provenance import fingerprint, machine, package_versions
+from smartvector_bench.core.run import read_run_lines
 from smartvector_bench.core.results import MainMetrics, ResultError, system_rows
 from smartvector_bench.tools.gate import files, sweeps
 from smartvector_bench.tools.gate.common import EXPERIMENTS, Row, read_result, rel
@@ -52,43 +49,31 @@ def _csv_rows(path: Path, job_dir: str) -> list[dict]:
         return [r for r in csv.DictReader(fh) if r.get("job_dir") == job_dir]
 
 
-def _cell(v) -> str:
-    return "" if v is None else str(v)
+def _cells(rows: dict, keys) -> dict:
+    return {k: {c: "" if v is None else str(v) for c, v in r.items() if c in keys} for k, r in rows.items()}
 
 
 def stored_job_rows(folder: Path, job: Path) -> list[Row]:
     """A sweep's stored job (``folder/runs/<job_dir>/``) against the sweep's tables: its tidy.csv rows are
     ``system_rows`` of its metrics.json, its queries.csv rows the flags and confidence of its run files."""
-    label, name = rel(job), job.name
-    metrics = json.loads((job / MainMetrics.FILE).read_text(encoding="utf-8"))
-    misses = []
-    tidy = {(r["system"], r["split"]): r for r in _csv_rows(folder / sweeps.TIDY, name)}
-    for want in system_rows(metrics):
-        got = tidy.pop((want["system"], want["split"]), None)
-        if got is None:
-            misses.append(f"no tidy row for {want['system']} {want['split']}")
-            continue
-        misses += [f"{want['system']} {want['split']} {k}: tidy {got.get(k)!r}, metrics.json {_cell(v)!r}"
-                   for k, v in want.items() if k in got and got[k] != _cell(v)]
-    misses += [f"tidy row {s} {sp} has no system in metrics.json" for s, sp in tidy]
-    rows = [Row(f"{label}: tidy.csv rows", "its metrics.json's", "equal" if not misses else f"{len(misses)} differ",
-                "exact", not misses, "; ".join(misses[:3]))]
+    tidy = {(r["system"], r["split"]): r for r in _csv_rows(folder / sweeps.TIDY, job.name)}
+    mine = {(r["system"], r["split"]): r for r in system_rows(json.loads((job / MainMetrics.FILE).read_text("utf-8")))}
+    keys = set(next(iter(tidy.values()), {})) & set(next(iter(mine.values()), {}))  # system_rows' columns
+    pairs = [("tidy.csv", tidy, mine, keys, "its metrics.json's")]
     if (folder / sweeps.QUERIES).is_file():
-        queries, misses = _csv_rows(folder / sweeps.QUERIES, name), []
-        byq = {(r["system"], r["query_id"]): r for r in queries}
-        for run_file in sorted(job.glob("run_*.jsonl")):
-            system = run_file.name[len("run_"):-len(".jsonl")]
-            for line in run_file.read_text(encoding="utf-8").splitlines()[1:]:
-                rec = json.loads(line)
-                got = byq.pop((system, rec["query_id"]), None)
-                want = {f: _cell(None if rec[f] is None else int(rec[f])) for f in ("correct", "stale", "rumor")}
-                want["confidence"] = _cell(rec["confidence"])
-                if got is None or any(got[k] != v for k, v in want.items()):
-                    misses.append(f"{system} {rec['query_id']}: queries.csv {got and {k: got[k] for k in want}}, "
-                                  f"run file {want}")
-        misses += [f"queries.csv row {s} {q} has no run file line" for s, q in byq]
-        rows.append(Row(f"{label}: queries.csv rows", "its run files'", "equal" if not misses else
-                        f"{len(misses)} differ", "exact", not misses, "; ".join(misses[:3])))
+        flags = ("correct", "stale", "rumor", "confidence")
+        runs = {(f.name[4:-6], rec["query_id"]): {k: int(rec[k]) if k != "confidence" and rec[k] is not None
+                                                   else rec[k] for k in flags}
+                for f in sorted(job.glob("run_*.jsonl")) for _, rec in read_run_lines(f)[1]}
+        stored = {(r["system"], r["query_id"]): r for r in _csv_rows(folder / sweeps.QUERIES, job.name)}
+        pairs.append(("queries.csv", stored, runs, set(flags), "its run files'"))
+    rows = []
+    for name, table, want, cols, whose in pairs:
+        a, b = _cells(table, cols), _cells(want, cols)
+        misses = [f"{' '.join(k)}: {name} {a.get(k)}, expected {b.get(k)}" for k in sorted(set(a) | set(b))
+                  if a.get(k) != b.get(k)]
+        rows.append(Row(f"{rel(job)}: {name} rows", whose, "equal" if not misses else f"{len(misses)} differ",
+                        "exact", not misses, "; ".join(misses[:3])))
     return rows
 
 
@@ -97,8 +82,8 @@ def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Pat
     root = files.manifest_root(expected_path, manifest)
     if not root.is_dir():
         return [Row("manifest root", "a folder", "MISSING", "file", False, f"{root} not found", rel(root))], root
-    checks = files.check_manifest(root, manifest, expected_path) + files.check_provenance(root)
-    rows = [Row(c.check, c.expected, c.got, "file", c.ok, c.note, rel(root / c.file)) for c in checks]
+    rows = [Row(r.metric, r.expected, r.got, r.tolerance, r.ok, r.note, rel(root / r.file))
+            for r in files.check_manifest(root, manifest, expected_path) + files.check_provenance(root)]
     host = this_host()
     for name, exp in EXPERIMENTS.items():
         folder = experiment_dir(root, name) if (root / name).is_dir() else None

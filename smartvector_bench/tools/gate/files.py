@@ -1,5 +1,6 @@
-"""File integrity of the committed results: the manifest in ``expected.json`` (relative path -> sha256 and size
-of every file under the results root, ``--write-expected``) and each ``PROVENANCE.json``'s own list.
+"""File integrity of the committed results: ``results/expected.json``, the manifest of every file under the
+results root (relative path -> sha256 and size; ``--write-expected`` writes it and prints every change), and each
+``PROVENANCE.json``'s own list. The manifest holds no metric values: the committed files are the expected values.
 
 A recorded file missing or with other bytes fails naming it; so does a file the manifest does not know (a run
 copied in by hand, a leftover temp file: republish and regenerate, or delete it), and a file whose bytes are not
@@ -12,8 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from smartvector_bench.core.atomic import atomic_write_json
+from smartvector_bench.tools.gate.common import BadInput, Row, rel
 
 PROVENANCE_FILE = "PROVENANCE.json"
 REPORT_PAGE = "report.html"  # smartvector-report's page: derived, gitignored, unrecorded at any depth
@@ -45,17 +48,11 @@ def manifest_root(expected_path: Path, manifest: dict) -> Path:
     return (Path(expected_path).resolve().parent / manifest.get("root", ".")).resolve()
 
 
-@dataclass
-class FileCheck:
-    file: str          # relative to the results root
-    check: str         # "sha256", "recorded", "PROVENANCE.json sha256"
-    expected: str
-    got: str
-    ok: bool
-    note: str = ""
+def _row(rel: str, check: str, expected: str, got: str, ok: bool, note: str = "") -> Row:
+    return Row(check, expected, got, "file", ok, note, rel)  # ``file`` relative to the results root
 
 
-def check_manifest(root: Path, manifest: dict, expected_path: Path) -> list[FileCheck]:
+def check_manifest(root: Path, manifest: dict, expected_path: Path) -> list[Row]:
     recorded: dict[str, dict] = manifest.get("files") or {}
     checks = []
     for rel, want in recorded.items():
@@ -64,15 +61,15 @@ def check_manifest(root: Path, manifest: dict, expected_path: Path) -> list[File
         note = "" if ok else "recorded in the manifest, not found" if got is None else (
             f"{got['bytes']} bytes, recorded {want.get('bytes')}; edited since the manifest was written "
             "(republish, then --write-expected)")
-        checks.append(FileCheck(rel, "sha256", str(want.get("sha256"))[:12], got["sha256"][:12] if got else "MISSING",
-                                ok, note))
-    checks += [FileCheck(rel, "recorded", "in the manifest", "NOT RECORDED", False, "an unrecorded file cannot be "
-                         "trusted: republish and regenerate with --write-expected, or delete it")
+        checks.append(_row(rel, "sha256", str(want.get("sha256"))[:12], got["sha256"][:12] if got else "MISSING",
+                           ok, note))
+    checks += [_row(rel, "recorded", "in the manifest", "NOT RECORDED", False, "an unrecorded file cannot be "
+                    "trusted: republish and regenerate with --write-expected, or delete it")
                for rel in list_files(root, expected_path) if rel not in recorded]
     return checks
 
 
-def check_provenance(root: Path) -> list[FileCheck]:
+def check_provenance(root: Path) -> list[Row]:
     """Every ``PROVENANCE.json`` under ``root``: its recorded ``files`` hashes against the files beside it."""
     checks = []
     for prov_path in sorted(root.rglob(PROVENANCE_FILE)):
@@ -80,14 +77,54 @@ def check_provenance(root: Path) -> list[FileCheck]:
         try:
             files = json.loads(prov_path.read_text(encoding="utf-8")).get("files") or {}
         except (OSError, ValueError, AttributeError) as exc:
-            checks.append(FileCheck(where, "readable", "JSON", "ERROR", False, str(exc)))
+            checks.append(_row(where, "readable", "JSON", "ERROR", False, str(exc)))
             continue
         for fname, info in files.items():
             want, path = (info or {}).get("sha256") if isinstance(info, dict) else None, prov_path.parent / fname
             if want is None:
                 continue
             got = file_digest(path)["sha256"] if path.is_file() else None
-            checks.append(FileCheck(path.relative_to(root).as_posix(), f"{PROVENANCE_FILE} sha256", want[:12],
-                                    got[:12] if got else "MISSING", got == want, "" if got == want else
-                                    f"differs from {where}: not the bytes the recorded run published"))
+            checks.append(_row(path.relative_to(root).as_posix(), f"{PROVENANCE_FILE} sha256", want[:12],
+                               got[:12] if got else "MISSING", got == want, "" if got == want else
+                               f"differs from {where}: not the bytes the recorded run published"))
     return checks
+
+
+EXPECTED_SCHEMA = "2.0"
+NOTES = ["Generated by `python -m smartvector_bench.tools.gate --write-expected` after publishing (`make results`, "
+         "`make bench`); never edit by hand. manifest: sha256 and size of every file under the results root (this "
+         "file excepted); the gate (smartvector_bench/tools/gate/) checks it, then recomputes every published figure "
+         "from the committed run files and compares reruns with them."]
+
+
+def write_expected(results_root: Path, path: Path) -> dict:
+    """The manifest of ``results_root`` written to ``path``; prints each file added, changed or removed."""
+    if not Path(results_root).is_dir():
+        raise BadInput(f"{results_root}: not a folder")
+    before = read_expected(path, quiet=True) if Path(path).exists() else None
+    doc = {"schema_version": EXPECTED_SCHEMA, "notes": NOTES,
+           "generated_by": f"python -m smartvector_bench.tools.gate --write-expected --results-from {rel(results_root)}",
+           "manifest": build_manifest(results_root, path)}
+    old = ((before or {}).get("manifest") or {}).get("files") or {}
+    new = doc["manifest"]["files"]
+    changes = [f"added {f}" for f in new if f not in old] + [f"removed {f}" for f in old if f not in new]
+    changes += [f"changed {f}: sha256 {old[f].get('sha256', '')[:12]} -> {new[f]['sha256'][:12]}" for f in new
+                if f in old and old[f] != new[f]]
+    print("\n".join(changes) if changes else f"{rel(path)}: manifest unchanged")
+    atomic_write_json(path, doc)
+    Path(path).chmod(0o644)
+    return doc
+
+
+def read_expected(path: Path, quiet: bool = False) -> dict | None:
+    """The expected file, with its manifest checked; BadInput names what is wrong (``quiet``: None instead)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or not isinstance((doc.get("manifest") or {}).get("files"), dict):
+            raise ValueError("no manifest.files object")
+    except (OSError, ValueError) as exc:
+        if quiet:
+            return None
+        why = exc.strerror if isinstance(exc, OSError) else str(exc)
+        raise BadInput(f"{path}: cannot read the manifest ({why}); write it with --write-expected") from None
+    return doc

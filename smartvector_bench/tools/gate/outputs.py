@@ -1,15 +1,10 @@
 """The rerun check of the experiments that write no run files (reembed_cost, feedback_loop, lvl_eval).
 
-* Their result JSON against the committed one, leaf by leaf (``tolerances``: what is never compared, the few
-  absolute bounds), one row per top-level key (:func:`compare_results`).
-* The figures that follow from float32 rankings are compared so only on an exact host; elsewhere their per-query
-  outcomes are, like run files (``rankings.line_diff``, :func:`compare_outcomes`): lvl_eval's
-  ``temporal.per_query`` (each query's lake rows and cosines) and feedback_loop's ``feedback_loop_runs.jsonl``
-  (each round's top two hits per system and query). So a near-tied top-1 flipped by another CPU is no regression.
-
-Feedback makes the live system's rounds depend on each other: once its near-tied top-1 flips (within rounding),
-the user's reaction may differ and so may every later round of that system. Its later rounds are then not
-compared, and the row says from which round; on an exact host every round is."""
+Their result JSON against the committed one, leaf by leaf, one row per top-level key (:func:`compare_results`);
+the figures that follow from float32 rankings only on an exact host, elsewhere their per-query outcomes, like run
+files (:func:`compare_outcomes`): lvl_eval's ``temporal.per_query`` and feedback_loop's
+``feedback_loop_runs.jsonl``. Feedback chains the live system's rounds: once its near-tied top-1 flips within
+rounding, the user's reaction may differ, so its later rounds are not compared, and the row says from which."""
 
 from __future__ import annotations
 

@@ -38,13 +38,11 @@ def line_diff(a: dict, b: dict, exact: bool) -> str | None:
     ca, cb = _num(a.get("confidence")), _num(b.get("confidence"))
     if (a_ids, a_sc, ca) == (b_ids, b_sc, cb):
         return None
-    if exact:
-        for what, x, y in (("ranked", a_ids, b_ids), ("scores", a_sc, b_sc)):
-            if x != y:
-                i = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
-                return (f"{what} at rank {i + 1}: {y[i] if i < len(y) else None!r}, committed "
-                        f"{x[i] if i < len(x) else None!r} (exact host: must be equal)")
-        return f"confidence {cb!r}, committed {ca!r} (exact host: must be equal)"
+    if exact:  # the first difference: ids, then scores, then the confidence
+        what, x, y = next(t for t in (("ranked", a_ids, b_ids), ("scores", a_sc, b_sc), ("confidence", [ca], [cb]))
+                          if t[1] != t[2])
+        i = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), min(len(x), len(y)))
+        return f"{what} at {i + 1}: {y[i] if i < len(y) else None!r}, committed {x[i] if i < len(x) else None!r} (exact host)"
     if len(a_ids) != len(b_ids):
         return f"{len(b_ids)} hits, committed {len(a_ids)}"
     if len(a_sc) != len(a_ids) or len(b_sc) != len(b_ids) or None in a_sc or None in b_sc \

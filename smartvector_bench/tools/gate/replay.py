@@ -1,18 +1,11 @@
-"""The committed check's replay: today's code, given a committed run folder's run files and the dataset (its
-sha256 checked), must give every figure and file the folder publishes.
-
-For a folder of experiment=main (``main``, ``main_large``, ``handbook``, and each stored job of a sweep):
-
-* ``metrics.json``'s ``systems``, ``calibration`` and ``power`` from ``experiments.main.evaluate_runs`` on the
-  run files (calibration maps and AUROC are checked here, never through reruns), and its dataset counts;
-* each run file line's split, category, family, query text and as_of (the dataset's), its correct / stale /
-  rumour flags and hit labels (the evaluator's ``judge`` and ``hit_labels``);
-* the bytes of every file derived from them: ``run_<system>.trec``, ``qrels_<split>.trec``, ``table.md`` and,
-  when published, ``queries.jsonl``.
-
-The run files keep scores and confidences at full precision, so on the publishing host the replay is exact; on
-another, a figure may cross one rounding boundary (``tolerances.same_figure``). Any other difference is a
-change of the evaluator, the metrics, the dataset or a committed file, and fails naming the figure."""
+"""The committed check's replay: today's code, given a committed folder of experiment=main (``main``,
+``main_large``, ``handbook``, each stored sweep job) and the dataset rebuilt from its recorded config (sha256
+checked), must give every figure and file the folder publishes: metrics.json's ``systems``, ``calibration``
+(calibration maps and AUROC are checked here, never through reruns) and ``power`` from
+``experiments.main.evaluate_runs``, its dataset counts, each run file line's fields, flags and hit labels, and the
+bytes of ``run_<system>.trec``, ``qrels_<split>.trec``, ``table.md`` and ``queries.jsonl``. Run files keep full
+precision, so on the publishing host this is exact; elsewhere a figure may cross one rounding boundary
+(``tolerances.same_figure``). Anything else is a change of the evaluator, the metrics, the dataset or a file."""
 
 from __future__ import annotations
 
@@ -54,14 +47,10 @@ def _row(label: str, what: str, misses: list[str], n: int, how: str) -> Row:
 
 
 def _same_text(label: str, name: str, fresh: str, stored: Path, how: str) -> Row:
-    text = stored.read_text(encoding="utf-8") if stored.is_file() else None
-    if text == fresh:
-        return _row(label, name, [], 1, how)
-    if text is None:
-        return _row(label, name, [f"{name} not found"], 1, how)
-    line = next((i for i, (x, y) in enumerate(zip(fresh.splitlines(), text.splitlines()), 1) if x != y),
-                min(len(fresh.splitlines()), len(text.splitlines())) + 1)
-    return _row(label, name, [f"{name}:{line} differs from what today's code writes"], 1, how)
+    """``stored`` (only ever compared when it exists) against the text today's code writes; names the first line."""
+    a, b = fresh.splitlines(), stored.read_text(encoding="utf-8").splitlines()
+    line = next((i for i, (x, y) in enumerate(zip(a, b), 1) if x != y), None if a == b else min(len(a), len(b)) + 1)
+    return _row(label, name, [] if line is None else [f"{name}:{line} differs from what today's code writes"], 1, how)
 
 
 def _source_missing(ds_cfg: dict) -> str | None:

@@ -31,13 +31,9 @@ GATE_RERUN_EXTRA = {n: p.gate_overrides for n, p in EXPERIMENTS.items() if p.gat
 def bench_executable() -> list[str]:
     """The ``smartvector-bench`` console script of the running interpreter's environment."""
     exe = Path(sys.executable).parent / "smartvector-bench"
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("smartvector-bench")
-    if found:
-        return [found]
-    return [sys.executable, "-c", "import sys; from smartvector_bench.tools.cli import main; sys.argv[0] = "
-            "'smartvector-bench'; main()"]
+    found = str(exe) if exe.exists() else shutil.which("smartvector-bench")
+    return [found] if found else [sys.executable, "-c", "import sys; from smartvector_bench.tools.cli import main; "
+                                  "sys.argv[0] = 'smartvector-bench'; main()"]
 
 
 def rerun_command(name: str, run_dir: Path, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
@@ -46,11 +42,8 @@ def rerun_command(name: str, run_dir: Path, extra: tuple[str, ...] | list[str] =
 
 def log_tail(log: Path, n: int = 15) -> str:
     """The last ``n`` non-blank lines of a run's log (progress bars' carriage returns as line breaks)."""
-    try:
-        text = Path(log).read_text(encoding="utf-8", errors="replace").replace("\r", "\n")
-    except OSError:
-        return ""
-    return "\n".join([ln for ln in text.splitlines() if ln.strip()][-n:])
+    text = Path(log).read_text(encoding="utf-8", errors="replace") if Path(log).is_file() else ""
+    return "\n".join([ln for ln in text.replace("\r", "\n").splitlines() if ln.strip()][-n:])
 
 
 def run_logged(command: list[str], log: Path, env: dict, timeout: float | None = None) -> tuple[str | None, float]:

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments import SWEEPS as SWEEP_PRESETS
-from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.rerun import log_tail, run_logged
 
 TIDY, TIDY_PROVENANCE, RUNS = "tidy.csv", "tidy.provenance.json", "runs"
@@ -24,11 +23,8 @@ REDUCED: dict[str, tuple[str, ...]] = {n: p.gate_overrides for n, p in SWEEP_PRE
 SWEEPS = tuple(REDUCED)
 
 
-def _norm(v) -> object:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return str(v)
+def _norm(v) -> object:  # a swept value as tidy.csv and the command line write it: 0, 0.0 and "0" are one value
+    return float(v) if str(v).replace(".", "", 1).lstrip("-").isdigit() else str(v)
 
 
 def _key_of(override: str) -> str:
@@ -77,7 +73,7 @@ class SweepRerun:
     command: list[str] = field(default_factory=list)
     wall_time_s: float = 0.0
     error: str | None = None
-    jobs: list[tuple[Path, Path | None]] = field(default_factory=list)  # (rerun job folder, stored job folder)
+    jobs: list[tuple[Path, Path | None]] = field(default_factory=list)  # (rerun job, stored job folder)
 
 
 def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: dict,
@@ -108,6 +104,3 @@ def rerun_sweeps(presets: list[str], root: Path, workdir: Path, bench: list[str]
         futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env, extra) for p in presets}
     return {p: f.result() for p, f in futures.items()}
 
-
-def failed_row(r: SweepRerun) -> Row:
-    return Row(f"{r.preset} (reduced rerun)", "exit 0", "FAILED", "-", False, r.error or "")

@@ -2,13 +2,11 @@
 (pandas), so that a summary edited by hand, or a collector bug (``sweeps/collect.py`` wrote both), fails naming
 the number: ``results/seeds/summary.json: results.systems.smartvector.test.top1.mean: 0.259, committed 0.269``.
 
-The summary is read through its result object (``SweepSummary``); its job counts must be tidy.csv's status
-column's; every figure of its ``results`` is recomputed (usable jobs: complete or skipped; mean and sample sd,
-ddof 1, None below 2 values; the per-seed values; tune's winner by dev top-1, then dev MRR@10, then the smaller
-override string, and its dev top-5; half_life's grids) and compared within one unit of the 6th decimal
-(``tolerances.same_figure``: the two implementations sum in other orders); a ``queries.csv`` must give each tidy
-row's n_queries, top1, stale_rate and rumor_rate. tune's ``winner.weights`` comes from the job's config, not
-tidy.csv: only its swept entries are checked."""
+Its job counts must be tidy.csv's status column's; every figure of its ``results`` is recomputed (usable jobs:
+complete or skipped; mean and sample sd; per-seed values; tune's winner by dev top-1, then dev MRR@10, then the
+smaller override string, and its dev top-5; half_life's grids) within one unit of the 6th decimal (the two
+implementations sum in other orders); queries.csv must give each tidy row's n_queries, top1, stale and rumor
+rates. tune's ``winner.weights`` comes from the job's config: only its swept entries are checked."""
 
 from __future__ import annotations
 

@@ -84,12 +84,6 @@ def same_figure(got, stored, exact: bool) -> bool:
     return d == 0.0 if exact else d <= REPLAY_UNITS * unit * (1 + 1e-9)
 
 
-def describe() -> str:
-    """The tolerances in one line, for the gate's output."""
-    return (f"scores within {SCORE_NOISE:.3g} x max(1, |score|), swaps within twice that, exact ties in the tie "
-            f"rule's order; recomputed figures within {REPLAY_UNITS} unit of their {STORED_DECIMALS}th decimal")
-
-
 # -- experiments without run files (reembed_cost, feedback_loop, lvl_eval): their result JSON, leaf by leaf ----
 
 # Never compared: wall times, latencies and the host's load (they measure the machine, not the code: two
