@@ -259,6 +259,8 @@ B = T.SCORE_NOISE
     (line("xy", [0.9, 0.5]), line("x", [0.9]), False, False),                          # a hit lost
     (line("xy", [0.9, 0.5], 0.5), line("xy", [0.9, 0.5], 0.6), False, False),          # confidence
     (line("xy", [6.0, 2.0]), line("xy", [6.0 + 4 * B, 2.0]), False, True),             # relative to |score|
+    (line("xxy", [0.9, 0.9, 0.5]), line("xxy", [0.9 + B, 0.9 + B, 0.5]), False, True),  # one text twice, rescored
+    (line("xxy", [0.9, 0.9, 0.5]), line("xyx", [0.9, 0.5, 0.9]), False, False),        # ... and reordered
 ])
 def test_line_rules(a, b, exact_ok, other_ok):
     assert (line_diff(a, b, True) is None) is exact_ok

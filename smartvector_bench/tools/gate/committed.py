@@ -31,8 +31,8 @@ def this_host() -> dict:
             "python": platform.python_version()}
 
 
-def host_note(exact: bool, why: str) -> str:
-    return "exact (" + why + ")" if exact else "rounding bounds (" + why + ")"
+def host_note(exact: bool, why: str) -> str:  # the tolerance column of a row: how it was compared, and why
+    return ("exact (" if exact else "rounding bounds (") + why + ")"
 
 
 def _replay(label: str, folder: Path, host: dict) -> list[Row]:

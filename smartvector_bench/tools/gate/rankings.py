@@ -27,10 +27,6 @@ def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
 
-def _line_key(rec: dict) -> str:
-    return str(rec.get("key", rec.get("query_id")))
-
-
 def line_diff(a: dict, b: dict, exact: bool) -> str | None:
     """Why the rerun line ``b`` is not the committed line ``a`` up to float rounding (None when it is)."""
     a_ids, b_ids = list(a.get("ranked") or []), list(b.get("ranked") or [])
@@ -45,11 +41,15 @@ def line_diff(a: dict, b: dict, exact: bool) -> str | None:
         return f"{what} at {i + 1}: {y[i] if i < len(y) else None!r}, committed {x[i] if i < len(x) else None!r} (exact host)"
     if len(a_ids) != len(b_ids):
         return f"{len(b_ids)} hits, committed {len(a_ids)}"
-    if len(a_sc) != len(a_ids) or len(b_sc) != len(b_ids) or None in a_sc or None in b_sc \
-            or len(set(a_ids)) != len(a_ids) or len(set(b_ids)) != len(b_ids):
-        return "the lists differ, and one lacks a number per hit or holds a hit twice: no evidence of a tie"
+    if len(a_sc) != len(a_ids) or len(b_sc) != len(b_ids) or None in a_sc or None in b_sc:
+        return "the lists differ, and one lacks a number per hit: no evidence of a tie"
     if (ca is None) != (cb is None) or (ca is not None and abs(ca - cb) > score_bound(ca, exact)):
         return f"confidence {cb!r}, committed {ca!r}"
+    if a_ids == b_ids:  # the same hits in the same order (a list may hold one text twice): only the scores moved
+        i = next((i for i, (x, y) in enumerate(zip(a_sc, b_sc)) if abs(x - y) > score_bound(x, exact)), None)
+        return None if i is None else f"{a_ids[i]} at rank {i + 1} scored {b_sc[i]!r}, committed {a_sc[i]!r}"
+    if len(set(a_ids)) != len(a_ids) or len(set(b_ids)) != len(b_ids):
+        return "the lists differ in order, and one holds a hit twice: no evidence of a tie"
     sa, sb = dict(zip(a_ids, a_sc)), dict(zip(b_ids, b_sc))
     for cid in (c for c in a_ids if c in sb):
         if abs(sa[cid] - sb[cid]) > score_bound(sa[cid], exact):
@@ -84,9 +84,10 @@ class FileDiff:
 def _lines(path: Path) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for lineno, rec in read_run_lines(path)[1]:
-        if not isinstance(rec, dict) or _line_key(rec) in out:
+        key = str(rec.get("key", rec.get("query_id"))) if isinstance(rec, dict) else None
+        if key is None or key in out:
             raise BenchError(f"{path}:{lineno}: not a JSON object, or a second line for its query")
-        out[_line_key(rec)] = rec
+        out[key] = rec
     return out
 
 
