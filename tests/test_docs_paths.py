@@ -146,6 +146,8 @@ def example(tmp_path, monkeypatch):
     (tmp_path / "my_ret").mkdir()
     (tmp_path / "my_ret" / "__init__.py").write_text(_readme_example(), encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("my_ret", None)  # another test's my_ret (tests/test_plugins.py) may still be imported
+    importlib.invalidate_caches()
     yield importlib.import_module("my_ret")
     sys.modules.pop("my_ret", None)
 
