@@ -83,7 +83,8 @@ def compare_experiment(name: str, committed: Path, fresh: Path) -> list[Row]:
         prov = [read_result(name, f / EXPERIMENTS[name].result_file)["provenance"] for f in (committed, fresh)]
     except (ResultError, KeyError) as exc:
         return [Row(f"{name}: {EXPERIMENTS[name].result_file}", "readable", "ERROR", "-", False, str(exc))]
-    exact, how = exact_host(*prov)[0], host_note(*exact_host(*prov))
+    exact, why = exact_host(*prov)
+    how = host_note(exact, why)
     return compare_results(name, committed, fresh, exact, how) + compare_outcomes(name, committed, fresh, exact, how)
 
 

@@ -20,9 +20,8 @@ from smartvector_bench.tools.gate import files, sweeps
 from smartvector_bench.tools.gate.common import EXPERIMENTS, Row, read_result, rel
 from smartvector_bench.tools.gate.outputs import experiment_dir
 from smartvector_bench.tools.gate.replay import replay_main
+from smartvector_bench.tools.gate.sweep_reruns import RUNS
 from smartvector_bench.tools.gate.tolerances import exact_host
-
-RUNS = "runs"  # <preset>/runs/<job_dir>/: a sweep's jobs that the gate reruns, with their run files
 
 
 def this_host() -> dict:
@@ -92,11 +91,13 @@ def check_committed(expected_path: Path, expected: dict) -> tuple[list[Row], Pat
         if exp.kind == "main":
             rows += _replay(rel(folder), folder, host)
             continue
+        why = ""
         try:
             read_result(name, folder / exp.result_file)
-            rows.append(Row(f"{rel(folder / exp.result_file)}", f"a {exp.kind} result", "readable", "-", True))
         except ResultError as exc:
-            rows.append(Row(f"{rel(folder / exp.result_file)}", f"a {exp.kind} result", "ERROR", "-", False, str(exc)))
+            why = str(exc)
+        rows.append(Row(rel(folder / exp.result_file), f"a {exp.kind} result", "ERROR" if why else "readable", "-",
+                        not why, why))
     rows += [Row(r.metric, r.expected, r.got, r.tolerance, r.ok, r.note, rel(root / r.file))
              for r in sweeps.check_summaries(root)]
     for folder in sweeps.sweep_folders(root):

@@ -17,7 +17,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results import ResultError
 from smartvector_bench.core.run import read_run_lines
 from smartvector_bench.tools.gate.common import EXPERIMENTS, Row, read_result
-from smartvector_bench.tools.gate.rankings import line_diff
+from smartvector_bench.tools.gate.rankings import compare_line
 from smartvector_bench.tools.gate.replay import leaves
 from smartvector_bench.tools.gate.tolerances import RANKING_DERIVED, compared, same_value
 
@@ -91,10 +91,10 @@ def compare_outcomes(name: str, committed: Path, fresh: Path, exact: bool, how: 
         x, y = a[key], b[key]
         if diverged is not None and x.get("system") == LEARNS and x["round"] > diverged:
             continue
-        if line_diff(x, y, True) is None:
+        changed, why = compare_line(x, y, exact)
+        if not changed:
             continue
         moved += 1
-        why = line_diff(x, y, exact)
         if why:
             misses.append(f"{key}: {why}")
         elif kind == "feedback_loop" and x.get("system") == LEARNS and x["ranked"][:1] != y["ranked"][:1]:

@@ -72,6 +72,12 @@ def line_diff(a: dict, b: dict, exact: bool) -> str | None:
     return None
 
 
+def compare_line(a: dict, b: dict, exact: bool) -> tuple[bool, str | None]:
+    """(whether the line moved at all, why beyond rounding or None); the bounded rules only for a moved line."""
+    why = line_diff(a, b, True)
+    return why is not None, why if exact or why is None else line_diff(a, b, False)
+
+
 @dataclass
 class FileDiff:
     """One run file of a rerun against the committed one."""
@@ -101,8 +107,8 @@ def diff_file(committed: Path, fresh: Path, exact: bool) -> FileDiff:
     d.n_lines = len(a)
     d.unexplained = [f"{q}: not in the rerun" for q in a if q not in b] + [f"{q}: not committed" for q in b if q not in a]
     for q in (q for q in a if q in b):
-        d.n_moved += line_diff(a[q], b[q], True) is not None
-        why = line_diff(a[q], b[q], exact)
+        moved, why = compare_line(a[q], b[q], exact)
+        d.n_moved += moved
         d.unexplained += [f"{q}: {why}"] if why else []
     return d
 

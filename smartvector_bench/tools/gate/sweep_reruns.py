@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from experiments import SWEEPS as SWEEP_PRESETS
+from smartvector_bench.core.results import TIDY
+from smartvector_bench.tools.sweeps.collect import JOB_COLUMNS, TIDY_PROVENANCE
 from smartvector_bench.tools.gate.rerun import log_tail, run_logged
 
-TIDY, TIDY_PROVENANCE, RUNS = "tidy.csv", "tidy.provenance.json", "runs"
-JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
+RUNS = "runs"  # results/<preset>/runs/<job_dir>/: the jobs the gate reruns, with their metrics.json and run files
 REDUCED: dict[str, tuple[str, ...]] = {n: p.gate_overrides for n, p in SWEEP_PRESETS.items()}
 SWEEPS = tuple(REDUCED)
 

@@ -22,10 +22,10 @@ from smartvector_bench.core.results.sweep import STATUSES, USABLE
 from smartvector_bench.tools.gate.common import Row
 from smartvector_bench.tools.gate.replay import figure_misses, leaves
 from smartvector_bench.tools.gate.tolerances import same_figure
+from smartvector_bench.tools.sweeps.collect import JOB_COLUMNS
 from smartvector_bench.tools.sweeps.plan import num_key  # the order seeds are listed in (not a recomputed number)
 
 SUMMARY, QUERIES = SweepSummary.FILE, "queries.csv"
-JOB_COLUMNS = ("sweep", "job", "job_dir", "status", "overrides")
 DECIMALS = 6
 HALF_LIFE = ("retrievers.smartvector.temporal.half_life_days", "retrievers.smartvector.confidence.half_life_days")
 BY_KEY = {"contradiction_sweep": "dataset.contradiction_rate", "ablation": "weights"}
