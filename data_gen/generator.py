@@ -450,6 +450,12 @@ class Generator:
                     raise AssertionError(f"{fam.plan.spec.key}: a query at {self.iso(rec.as_of)} has no relevant chunk")
                 self._categorise(rec, fam)
                 queries.append(rec)
+        if not queries:  # else the loader finds an empty queries.jsonl, naming no key
+            q = self.p.queries
+            raise BenchError(f"dataset.queries: no query generated: current_per_family={q.current_per_family}, "
+                             f"historical_per_family={q.historical_per_family} (needs families with 2+ versions: "
+                             f"dataset.versions), dependent_per_family={q.dependent_per_family} (needs runbook "
+                             "families: dataset.runbook_fraction > 0); raise one that applies")
         perm = seeded_rng(self.p.seed, "query_order").permutation(len(queries))
         queries = [queries[int(i)] for i in perm]
         for i, rec in enumerate(queries, 1):

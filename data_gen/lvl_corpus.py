@@ -38,7 +38,7 @@ from smartvector_bench.core.labels import GRADE_AUTHORITATIVE, Timeline, judge_a
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
-from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
+from .common import FamilySpec, OpaqueIds, catalog_families, check_span, seeded_rng
 
 PARAGRAPHS = ("scope", "fact", "procedure", "contacts", "boilerplate")  # "scope" is the overview
 LABEL_KIND = {"fact": "statement", "scope": "scope", "procedure": "procedure", "contacts": "contacts",
@@ -96,12 +96,11 @@ def lvl_params_from_config(cfg: dict) -> LvlParams:
     if d.get("n_versions", 5) < 2 and d.get("historical_per_document", 1) > 0:
         raise BenchError(f"dataset.n_versions={d['n_versions']}: historical queries need at least 2 versions "
                          "(or set dataset.historical_per_document=0)")
-    if "start" in d:
-        try:
-            parse_iso(str(d["start"]))
-        except (ValueError, OverflowError) as exc:
-            raise BenchError(f"dataset.start={d['start']}: {exc}") from None
-    return LvlParams(**d)
+    p = LvlParams(**d)
+    # The latest timestamp: the queries' "now", half a gap after the last version.
+    check_span(p.start, "version_gap_days", p.version_gap_days, per_unit=p.n_versions - 0.5,
+               given=f"dataset.n_versions={p.n_versions}")
+    return p
 
 
 @dataclass

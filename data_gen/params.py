@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.timeutil import parse_iso
 
+from .common import DATE_SPAN_DAYS, check_span
 from .git_history.params import git_params_from_config
 from .lvl_corpus import lvl_params_from_config
 
@@ -112,8 +112,10 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
 
     def positive_int(key: str, minimum: int = 1) -> None:
         v = d.get(key)
-        if key in d and (not isinstance(v, int) or isinstance(v, bool) or v < minimum):
-            raise BenchError(f"dataset.{key}={v}: must be an integer >= {minimum}")
+        top = DATE_SPAN_DAYS if key in ("horizon_days", "query_window_days") else None  # then check_span, with start
+        if key in d and (not isinstance(v, int) or isinstance(v, bool) or v < minimum or (top and v > top)):
+            raise BenchError(f"dataset.{key}={v}: must be an integer " + (f"in [{minimum}, {top}]" if top else
+                                                                          f">= {minimum}"))
 
     for key in ("n_families", "chunk_chars", "horizon_days"):
         positive_int(key)
@@ -140,6 +142,9 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise BenchError(f"dataset.queries.{k}={v}: must be an integer >= 0")
         d["queries"] = QueryCounts(**q)
+        if not any(asdict(d["queries"]).values()):  # else the loader later finds an empty queries.jsonl
+            raise BenchError(f"dataset.queries: every count is 0; at least one of "
+                             f"{', '.join(QueryCounts.__dataclass_fields__)} must be > 0")
     authority = _as_dict(d.get("authority") or {}, "authority")
     for src, value in authority.items():
         if src not in SOURCES:
@@ -159,12 +164,11 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
             if sum(weights.values()) <= 0:
                 raise BenchError(f"dataset.{key}: weights must not all be zero")
             d[key] = weights
-    if "start" in d:
-        try:
-            parse_iso(str(d["start"]))
-        except (ValueError, OverflowError) as exc:
-            raise BenchError(f"dataset.start={d['start']}: {exc}") from None
     params = GeneratorParams(**d)
+    # Every timestamp the generator writes lies in [start, start + horizon_days + query_window_days).
+    check_span(params.start, "query_window_days", params.query_window_days, low=0)
+    check_span(params.start, "horizon_days", params.horizon_days, extra=params.query_window_days,
+               given=f"dataset.query_window_days={params.query_window_days}")
     n_test = int(round(params.n_families * params.test_fraction))
     if not 1 <= n_test <= params.n_families - 1:
         raise BenchError(f"dataset.test_fraction={params.test_fraction}: with dataset.n_families={params.n_families} "

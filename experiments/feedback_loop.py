@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
+from smartvector_bench.core.contract import check_search, retriever_call
 from smartvector_bench.systems.smartvector.audit import detection_quality, explain, lineage
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
@@ -40,12 +41,12 @@ from smartvector_bench.systems.smartvector.replay import (
     LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at,
 )
 from smartvector_bench.systems import build_retriever
-from smartvector_bench.systems.base import LiveStore
+from smartvector_bench.systems.base import LiveStore, RanksByKey
 from smartvector_bench.systems.plain_cosine import PlainCosine
 from smartvector_bench.systems.cosine_baseline import cosine_confidence
 from smartvector_bench.core.run import Run, rank_by_score
-from experiments.config import (check_dataset, check_embedder, check_systems_on, experiment_settings,
-                                ExperimentSettings)
+from experiments.config import (check_dataset, check_embedder, check_evaluation_bounds, check_systems_on,
+                                experiment_settings, ExperimentSettings)
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.smartvector.store import VectorStore
 from smartvector_bench.core.timeutil import format_iso, from_days
@@ -79,6 +80,15 @@ def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
     exists = (run.ranked >= 0) & (created_at[np.maximum(run.ranked, 0)] <= t)
     ranked, top = rank_by_score(np.where(exists, run.scores, -np.inf), k, candidates=run.ranked)
     return Run(run.system, ranked, top, cosine_confidence(ranked, top))
+
+
+def _search(system: str, retriever, qv: np.ndarray, q_t, k: int, n_corpus: int) -> Run:
+    """One round's search, guarded and checked against the output contract (core/contract.py); ``system`` is the
+    configured name (both replays of ``retrievers.smartvector`` are ``smartvector``). A RanksByKey system
+    (smartvector: dormant vectors last) may report scores that rise down its ranking."""
+    with retriever_call(system, "search"):
+        out = retriever.search(qv, q_t.as_of, k)
+    return check_search(system, out, q_t.ids, k, n_corpus, ordered=not isinstance(retriever, RanksByKey))
 
 
 def _split_mask(split_arr: np.ndarray, split: str) -> np.ndarray:
@@ -138,10 +148,17 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                 "labels/chunks.jsonl 'doc_type' on every chunk")
         raise BenchError(f"experiment=feedback_loop: the replay re-judges every query at each round's time from its "
                          f"family's timeline and each chunk's doc_type and value; {dataset.path} lacks {what}")
-    check_systems_on({"smartvector": live_system(cfg)}, dataset)  # before any text is embedded
+    with retriever_call("smartvector", "check_dataset"):
+        check_systems_on({"smartvector": live_system(cfg)}, dataset)  # before any text is embedded
+    now = float(queries.query_time.min())
+    marks = checkpoints(float(corpus.created_at.min()), now, params)
+    # k and the resampling against this dataset, before any embedding: each round evaluates every system on the
+    # eval split (and the feedback split when it differs), without paired tests
+    splits = len(dict.fromkeys((params.eval_split, params.feedback_split)))
+    check_evaluation_bounds(s_exp, dataset, systems=len(SYSTEMS),
+                            passes=sum(kind == "round" for _, kind in marks) * splits, tests=False)
     vecs = embedder.encode(corpus.texts)
     qvecs = embedder.encode(queries.texts)
-    now = float(queries.query_time.min())
 
     live: dict[str, LiveSystem] = {}
     for name, learns in (("smartvector_live", True), ("smartvector_frozen", False)):
@@ -156,7 +173,6 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     outcomes: list[dict] = []
     feedback_totals = {"corrections": 0, "acceptances": 0, "revivals": 0}
     last_round: dict = {}
-    marks = checkpoints(float(corpus.created_at.min()), now, params)
     since = -np.inf
     n_round = 0
     for t, kind in tqdm(marks, desc="replay", disable=not s_exp.progress, leave=False):
@@ -169,15 +185,16 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         if len(idx) == 0:
             continue
         qv = qvecs[idx]
-        runs = {name: s.retriever.search(qv, q_t.as_of, k) for name, s in live.items()}
-        runs["plain_cosine"] = exists_at(plain.search(qv, q_t.as_of, len(corpus)), corpus.created_at, t, k)
+        runs = {name: _search("smartvector", s.retriever, qv, q_t, k, len(corpus)) for name, s in live.items()}
+        whole = _search("plain_cosine", plain, qv, q_t, len(corpus), len(corpus))
+        runs["plain_cosine"] = exists_at(whole, corpus.created_at, t, k)
         for name in SYSTEMS:
             dormant = int((live[name].store.status == Status.DORMANT).sum()) if name in live else None
             for split in dict.fromkeys((params.eval_split, params.feedback_split)):
                 sub = _split_mask(q_t.split, split)
                 if not sub.any():
                     continue
-                m = _evaluate(runs[name], q_t, sub, n_boot, seed)
+                m = _evaluate(runs[name], q_t, sub, n_boot, seed, s_exp.ece_bins)
                 rows.append({"round": n_round, "time": format_iso(from_days(t)), "days_from_now": round(t - now, 3),
                              "system": name, "split": split, M.N_QUERIES: m[M.N_QUERIES], M.TOP1: m[M.TOP1],
                              M.lo(M.TOP1): m[M.ci(M.TOP1)][0], M.hi(M.TOP1): m[M.ci(M.TOP1)][1],
@@ -220,12 +237,12 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     return result.to_dict()
 
 
-def _evaluate(run: Run, q_t, mask: np.ndarray, n_boot: int, seed: int) -> dict:
+def _evaluate(run: Run, q_t, mask: np.ndarray, n_boot: int, seed: int, n_bins: int) -> dict:
     """evaluate_split on a row subset (the split column decides; here we evaluate the masked rows)."""
     sub = q_t.subset(mask)
     sub_run = Run(run.system, run.ranked[mask], run.scores[mask], run.confidence[mask])
     sub.split = np.array(["all"] * len(sub), dtype=object)
-    return evaluate_split(sub_run, sub, "all", n_boot=n_boot, seed=seed)
+    return evaluate_split(sub_run, sub, "all", n_boot=n_boot, seed=seed, n_bins=n_bins)
 
 
 def _series_summary(rows: list[dict], split: str) -> dict:

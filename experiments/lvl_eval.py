@@ -72,7 +72,8 @@ from smartvector_bench.core.results import LvlEval
 from smartvector_bench.core.settings import choice
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
-from experiments.config import ExperimentSettings, check_embedder, experiment_settings
+from experiments.config import (ExperimentSettings, VECTOR_S, check_data_bounds, check_embedder, check_resampling,
+                                experiment_settings)
 
 
 # The run draws no figure: paper_figures/fig_lvl_eval.py draws them from lvl_eval.json alone.
@@ -159,6 +160,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     check_corpus_fields(dataset)  # before anything is embedded
     versions = load_versions(dataset.path, dataset.manifest)
     corpus, queries = dataset.corpus, dataset.queries
+    check_data_bounds(s, dataset)  # k, then n_boot: per-query intervals and per-document-step shares
+    units = max(len(queries), len(versions))
+    check_resampling(s, units, 16 * VECTOR_S * units, what=f"{len(queries)} queries, {len(versions)} versions")
     timings["dataset"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from data_gen.build import write_from_config
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
+from smartvector_bench.core.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
 from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
@@ -30,11 +31,12 @@ from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import AuditsConsolidation, ReadsLabels, ScoresHits
+from smartvector_bench.systems.base import AuditsConsolidation, RanksByKey, ReadsLabels, ScoresHits
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.timeutil import format_iso, from_days
 from experiments.config import (  # noqa: F401 - re-exported
-    check_dataset, check_embedder, check_systems_on, chosen_systems, experiment_settings)
+    MAXIMUM, check_dataset, check_embedder, check_evaluation_bounds, check_systems_on, chosen_systems,
+    experiment_settings)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class MainSettings:
 
     POSITIVE = ("n_boot", "ece_bins", "n_permutations")
     MINIMUM = {"k": 10}  # MRR@10 needs ten ranks
+    MAXIMUM = MAXIMUM    # static caps; the dataset and the machine bound them further (check_evaluation_bounds)
 
     name: str = "main"
     k: int = 10                 # ranks kept per query; >= 10 (MRR@10)
@@ -109,13 +112,18 @@ def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset) -> tuple[dict,
     """With ``systems: all``, a system the dataset cannot serve is left out with its one-line reason (a plain
     BEIR folder has no validity windows); a system chosen by name must run, or the run stops here."""
     if cfg.get("systems", "all") != "all":
-        check_systems_on(retrievers, dataset)
+        for name, r in retrievers.items():
+            with retriever_call(name, "check_dataset"):
+                check_systems_on({name: r}, dataset)
         return retrievers, {}
     kept, skipped = {}, {}
     for name, r in retrievers.items():
         try:
-            check_systems_on({name: r}, dataset)
+            with retriever_call(name, "check_dataset"):
+                check_systems_on({name: r}, dataset)
             kept[name] = r
+        except RetrieverFault:  # a check that crashed is the system's bug, not a dataset it cannot serve
+            raise
         except BenchError as exc:  # keep the reason, not the advice to drop it (done here)
             why = str(exc).removeprefix("systems: ")
             skipped[name] = why.split(f" ({dataset.path}; drop")[0].replace(f", but {dataset.path} has no labels/ "
@@ -149,13 +157,19 @@ def _dataset_extras(dataset: Dataset) -> dict:
 RUMOUR_SCORED = ("rumours_ingested", "rumours_demoted", "rumour_recall", "loser_precision")
 
 
-def _info(retriever, queries, unmeasured: dict[str, str]) -> dict:
-    info = retriever.describe()
+def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
+    """metrics.json's ``system_info.<name>``: each call guarded and its value checked to be JSON right after the
+    system ran, so a bad one stops the run before any file is written."""
+    with retriever_call(name, "describe"):
+        info = retriever.describe()
+    info = check_info(name, "describe", info)
     if isinstance(retriever, AuditsConsolidation):  # score its verdicts against the injected rumours
-        found = retriever.contradiction_detection(queries.rumor)
+        with retriever_call(name, "contradiction_detection"):
+            found = retriever.contradiction_detection(queries.rumor)
+        found = check_info(name, "contradiction_detection", found)
         if why := unmeasured.get(M.RUMOR_RATE):  # no rumour sets: nothing to score against
             found = {**found, **dict.fromkeys(RUMOUR_SCORED), measured.KEY: dict.fromkeys(RUMOUR_SCORED, why)}
-        info["contradiction_detection"] = found
+        info = {**info, "contradiction_detection": found}
     return info
 
 
@@ -210,6 +224,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     t0 = time.perf_counter()
     embedder = build_embedder(dict(cfg["embedder"]))  # before writing anything: a bad embedder config stops here
     dataset = prepare_dataset(cfg, out_dir)
+    check_evaluation_bounds(s, dataset, len(systems))  # k, ece_bins and the resampling, before any embedding
     corpus, queries = dataset.corpus, dataset.queries
     # before any text is embedded: labels/ and the metadata each system needs
     retrievers, skipped = usable_systems(cfg, retrievers, dataset)
@@ -221,25 +236,34 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     timings["dataset_and_embedding_s"] = time.perf_counter() - t0
     serve_time = float(queries.query_time.min())  # consolidation runs just before the first query
 
+    unmeasured = measured.unmeasured(dataset)  # {metric: reason}; empty for a generated dataset
     runs: dict[str, Run] = {}
     signals: dict[str, dict] = {}  # per-hit signals of the four-signal systems, for the run files
+    infos: dict[str, dict] = {}
     for name in tqdm(systems, desc="systems", disable=not s.progress, leave=False):
         t = time.perf_counter()
         retriever = retrievers[name]
-        retriever.index(corpus, corpus_vecs, serve_time)
+        with retriever_call(name, "index"):
+            retriever.index(corpus, corpus_vecs, serve_time)
         extra = {}
         if isinstance(retriever, ReadsLabels):  # only a declared ceiling (the oracle) sees labels
-            retriever.index_labels(dataset.labels.chunk_family, dataset.labels.chunk_kind)
+            with retriever_call(name, "index_labels"):
+                retriever.index_labels(dataset.labels.chunk_family, dataset.labels.chunk_kind)
             extra["query_family"] = dataset.labels.query_family
-        run_ = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
-        run_.system = name  # the configured name: a variant (smartvector_soft) shares its class
-        runs[name] = run_
+        with retriever_call(name, "search"):
+            out = retriever.search(query_vecs, queries.as_of, k, texts=queries.texts, **extra)
         timings[f"{name}_s"] = time.perf_counter() - t
+        # Named by its configured name (a variant such as smartvector_soft shares its class). A RanksByKey system
+        # (recency, authority, dormancy first) may report scores that rise down its ranking.
+        runs[name] = run_ = check_search(name, out, queries.ids, k, len(corpus),
+                                         ordered=not isinstance(retriever, RanksByKey))
         if isinstance(retriever, ScoresHits):  # after ranking and outside its time: hits only, same state
-            signals[name] = retriever.hit_signals(query_vecs, queries.as_of, run_.ranked)
+            with retriever_call(name, "hit_signals"):
+                hits = retriever.hit_signals(query_vecs, queries.as_of, run_.ranked)
+            signals[name] = check_signals(name, hits, run_.ranked.shape)
+        infos[name] = _info(name, retriever, queries, unmeasured)
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
-    unmeasured = measured.unmeasured(dataset)  # {metric: reason}; empty for a generated dataset
     judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s, unmeasured=unmeasured)
     per_query = measured.per_query_clusters(dataset)
     result = MainMetrics(
@@ -257,7 +281,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         systems=results,
         power=power,
         calibration=calibration,
-        system_info={name: _info(retrievers[name], queries, unmeasured) for name in systems},
+        system_info=infos,
         skipped_systems=skipped or None,
         timings_s={k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
         resources={"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only

@@ -43,7 +43,8 @@ from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore
 from smartvector_bench.systems.updates.cdc import CLASSES
 from smartvector_bench.systems.updates.edits import (DEFAULT_MIX, EDIT_TYPES, check_mix, corpus_documents, final_texts,
                                               make_edits)
-from experiments.config import check_dataset, check_embedder, experiment_settings
+from experiments.config import (MAXIMUM, VECTOR_S, check_data_bounds, check_dataset, check_embedder, check_resampling,
+                                experiment_settings)
 
 PAPER_CLAIM = PAPER_REEMBED_COST  # shown beside our counts, never used to compute them
 
@@ -51,6 +52,7 @@ PAPER_CLAIM = PAPER_REEMBED_COST  # shown beside our counts, never used to compu
 @dataclass
 class ReembedSettings:
     POSITIVE = ("n_edits", "chunk_chars", "k", "n_boot")
+    MAXIMUM = MAXIMUM
 
     name: str = "reembed_cost"
     strategies: list = field(default_factory=lambda: list(STRATEGIES))
@@ -265,6 +267,9 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     emb_cfg = {**dict(cfg["embedder"]), "cache_path": None}
     embedder = build_embedder(emb_cfg)
     dataset = prepare_dataset(cfg, out_dir)
+    check_data_bounds(s, dataset)  # k; then n_boot: one per-edit interval per strategy and group (about 16)
+    check_resampling(s, s.n_edits, 16 * len(s.strategies) * VECTOR_S * s.n_edits,
+                     what=f"{s.n_edits} edits, {len(s.strategies)} strategies")
     # Before any embedding: one line naming a missing field (doc_id, offset_start) of an external dataset.
     docs = corpus_documents(dataset.corpus, dataset.path / "corpus.jsonl")
     if chunker.separator != "\n":  # paragraph chunks: the dataset's sections (lines) become paragraphs

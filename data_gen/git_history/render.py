@@ -11,6 +11,7 @@ from pathlib import Path
 from smartvector_bench.core import __version__
 from smartvector_bench.core.dataset import dataset_sha256
 from smartvector_bench.core.labels import GRADE_AUTHORITATIVE
+from smartvector_bench.core.timeutil import format_iso
 
 from ..folder import file_entries, jsonl, provenance, qrels_tsv, queries_jsonl, refuse_existing, write_folder
 from .history import walk_history
@@ -21,7 +22,7 @@ from .queries import Query, in_force, make_queries
 def _iso(seconds: int | None) -> str | None:
     if seconds is None:
         return None
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_iso(datetime.fromtimestamp(seconds, tz=timezone.utc))
 
 
 def render_git_history(params: GitHistoryParams, progress: bool | None = None) -> dict[str, str]:

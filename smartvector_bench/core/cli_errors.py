@@ -3,7 +3,8 @@ lists several problems found in one pass, into one line per problem).
 
 :func:`reports_bad_input` wraps the work a Hydra task does; :func:`hydra_entry` wraps the Hydra app itself, so
 errors raised before the task runs (an unknown key, a missing config group option, an override that does not
-parse) get the same one line and exit 2 instead of Hydra's multi-line message and exit 1.
+parse, a run folder Hydra cannot create) get the same one line and exit 2 instead of Hydra's multi-line message
+and exit 1.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import sysconfig
+import traceback
+from pathlib import Path
 
 from omegaconf.errors import OmegaConfBaseException
 
@@ -51,6 +55,22 @@ def shown(exc: BaseException) -> str:
     """What an entry point prints for ``exc``: a :class:`BenchProblems` keeps its lines (a heading, then one
     line per problem, each with its fix); anything else is :func:`one_line`."""
     return str(exc) if isinstance(exc, BenchProblems) else one_line(exc)
+
+
+def hydra_folder_error(exc: BaseException) -> str | None:
+    """The one line for an OSError that Hydra itself raised before the task ran (creating the run or sweep
+    folder, writing ``.hydra/`` or the job log: the innermost frame outside the standard library is Hydra's),
+    naming the key that chose the folder; None for any other error."""
+    if not isinstance(exc, OSError) or exc.filename is None:
+        return None
+    stdlib = sysconfig.get_paths()["stdlib"]
+    files = [Path(f.f_code.co_filename) for f, _ in traceback.walk_tb(exc.__traceback__)]
+    own = [p.parts for p in files if not str(p).startswith(stdlib) or {"site-packages", "dist-packages"} & set(p.parts)]
+    if not own or not {"hydra", "hydra_plugins"} & set(own[-1]):
+        return None
+    sweep = any(a in ("-m", "--multirun") or a.replace(" ", "") == "hydra.mode=MULTIRUN" for a in sys.argv[1:])
+    key = "hydra.sweep.dir" if sweep else "hydra.run.dir"
+    return f"{key}: cannot write {exc.filename}: {exc.strerror or type(exc).__name__}; choose a folder you can write"
 
 
 def reports_bad_input(prog: str):
@@ -98,6 +118,9 @@ def hydra_entry(prog: str, hydra_main):
         except Exception as exc:  # noqa: BLE001 - a bug, not bad input: still one line, with how to see more
             if wants_traceback:
                 raise
+            if folder := hydra_folder_error(exc):  # e.g. hydra.run.dir=/proc/x: bad input, not a bug
+                print(f"{prog}: error: {folder}", file=sys.stderr)
+                sys.exit(EXIT_BAD_INPUT)
             print(f"{prog}: internal error: {type(exc).__name__}: {one_line(exc)} "
                   "(rerun with HYDRA_FULL_ERROR=1 for the traceback)", file=sys.stderr)
             sys.exit(EXIT_INTERNAL)

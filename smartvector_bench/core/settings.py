@@ -17,7 +17,7 @@ def choice(default: str, *allowed: str):
 
 def section(cls, values: dict | None, where: str, nested: dict[str, Any] | None = None):
     """Build ``cls`` from ``values``. Numbers must be finite and >= 0 (fields named in ``cls.POSITIVE`` > 0,
-    fields in the ``cls.MINIMUM`` mapping >= their minimum),
+    fields in the ``cls.MINIMUM`` mapping >= their minimum, fields in ``cls.MAXIMUM`` <= their maximum),
     ints must be ints (10.7 is not truncated), booleans booleans, choice fields one of their choices. ``nested``
     holds already-built sub-sections (their keys are skipped here)."""
     values = dict(values or {})
@@ -34,7 +34,12 @@ def section(cls, values: dict | None, where: str, nested: dict[str, Any] | None 
         key = f"{where}.{name}={value!r}"
         kind = hints[name]
         minimum = getattr(cls, "MINIMUM", {}).get(name)
-        bound = f">= {minimum}" if minimum is not None else "> 0" if name in getattr(cls, "POSITIVE", ()) else ">= 0"
+        maximum = getattr(cls, "MAXIMUM", {}).get(name)
+        positive = name in getattr(cls, "POSITIVE", ()) and minimum is None
+        bound = f">= {minimum}" if minimum is not None else "> 0" if positive else ">= 0"
+        if maximum is not None:  # the whole allowed range, as one interval when it has a least value
+            low = minimum if minimum is not None else int(positive) if kind is int else None
+            bound = f"in [{low}, {maximum}]" if low is not None else f"{bound} and <= {maximum}"
         if kind is bool:
             if not isinstance(value, bool):
                 raise BenchError(f"{key}: must be true or false")
@@ -51,7 +56,8 @@ def section(cls, values: dict | None, where: str, nested: dict[str, Any] | None 
                 raise BenchError(f"{key}: must be a string" + (f"; allowed: {', '.join(choices)}" if choices else ""))
             if choices and value not in choices:
                 raise BenchError(f"{where}.{name}={value}: unknown; allowed: {', '.join(choices)}")
-        if (bound == "> 0" and not value > 0) or (minimum is not None and not value >= minimum):
+        if ((positive and not value > 0) or (minimum is not None and not value >= minimum)
+                or (maximum is not None and not value <= maximum)):
             raise BenchError(f"{key}: must be {'an integer' if kind is int else 'a finite number'} {bound}")
         out[name] = value
     out.update(nested)

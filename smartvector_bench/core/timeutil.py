@@ -11,6 +11,9 @@ import numpy as np
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 SECONDS_PER_DAY = 86400.0
+# The range of times a dataset can hold: ISO-8601 (and our schema) writes the year with exactly four digits.
+EARLIEST = datetime(1, 1, 1, tzinfo=timezone.utc)
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc)
 
 
 def parse_iso(text: str) -> datetime:
@@ -22,7 +25,15 @@ def parse_iso(text: str) -> datetime:
 
 
 def format_iso(dt: datetime) -> str:
-    return dt.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """``YYYY-MM-DDTHH:MM:SSZ`` with the year zero-padded to four digits (``%Y`` writes year 1 as ``1``, which
+    no ISO-8601 parser, ours included, reads back)."""
+    dt = dt.astimezone(timezone.utc)
+    return f"{dt.year:04d}-{dt:%m-%dT%H:%M:%S}Z"
+
+
+def days_to_latest(dt: datetime) -> float:
+    """Days from ``dt`` to :data:`LATEST`: the longest span of generated dates that can start at ``dt``."""
+    return (LATEST - dt).total_seconds() / SECONDS_PER_DAY
 
 
 def to_days(dt: datetime) -> float:

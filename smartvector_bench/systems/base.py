@@ -39,11 +39,22 @@ class Retriever(Protocol):
         """Rank the corpus for each query; ``as_of[q]`` is the time the answer must hold at. ``texts`` are the
         query texts, for systems that do not work on embeddings (e.g. keyword overlap). ``labels`` is empty
         except for a system that is :class:`ReadsLabels` (the oracle, a ceiling): the harness passes it
-        ``query_family=``. Every other system must ignore unknown keyword arguments."""
+        ``query_family=``. Every other system must ignore unknown keyword arguments.
+
+        The output contract, checked on every result before anything is scored or written
+        (:func:`smartvector_bench.core.contract.check_search`; a break stops the run naming the system, the query
+        and the rule): a :class:`Run` with ``ranked`` and ``scores`` of shape ``(n_queries, <= k)`` and
+        ``confidence`` of shape ``(n_queries,)``; integer ids in ``[0, len(corpus))``, unique per query, with
+        ``-1`` and a NaN score as padding after the last hit only; finite scores for the hits; confidence in
+        [0, 1], NaN only for a query with no hit; scores that do not increase down the ranking, unless the system
+        is :class:`RanksByKey` (it orders by another key first, e.g. recent_cosine by recency). An exception or
+        ``sys.exit`` inside any call of a system stops the run in one line naming the system and the call."""
         ...
 
     def describe(self) -> dict:
-        """What this system did beyond the config (e.g. consolidation summary), for metrics.json."""
+        """What this system did beyond the config (e.g. consolidation summary), for metrics.json: a dict with
+        string keys that JSON holds as it is (lists, strings, finite numbers, bools, None), checked right after
+        the system ran."""
         ...
 
 
@@ -56,6 +67,15 @@ class ChecksDataset(Protocol):
         corpus lacks (``corpus.present`` lists the metadata fields the dataset gave). The harness adds the
         dataset's path and the fix (drop the system from ``systems=``)."""
         ...
+
+
+@runtime_checkable
+class RanksByKey(Protocol):
+    """Optional: a system whose ranking puts a key before the score it reports (recency, authority, dormancy),
+    so its scores need not fall down the ranking; the output contract skips that one rule for it
+    (``smartvector_bench/core/contract.py``). Every other system's scores must not increase down the ranking."""
+
+    rank_key: str  # what orders the hits before the score, in words (for the docs and error messages)
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ class MetadataFilterParams:
 class MetadataFilter(CosineBaseline):
     name = "metadata_filter"
     PARAMS = MetadataFilterParams
+    rank_key = "authority among the most similar candidates"  # RanksByKey: the score is the cosine
 
     def check_dataset(self, corpus: Corpus) -> None:
         require_fields(self.name, corpus, (*IN_FORCE_FIELDS, "authority"),

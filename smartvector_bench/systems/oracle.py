@@ -42,6 +42,7 @@ class OracleParams:
 
 class Oracle:
     name = "oracle"
+    rank_key = "the query's family first"  # RanksByKey: the score is the cosine
 
     def __init__(self, name: str = "oracle", **params):
         self.name = name

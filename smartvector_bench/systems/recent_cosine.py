@@ -29,6 +29,7 @@ class RecentCosineParams:
 class RecentCosine(CosineBaseline):
     name = "recent_cosine"
     PARAMS = RecentCosineParams
+    rank_key = "created_at among the most similar candidates"  # RanksByKey: the score is the cosine
 
     def check_dataset(self, corpus: Corpus) -> None:
         require_fields(self.name, corpus, ("created_at",), "it orders the candidates by creation time")

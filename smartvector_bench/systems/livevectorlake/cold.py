@@ -106,7 +106,8 @@ def us_to_days(us: int) -> float:
 def iso(us: int) -> str | None:
     if us >= INF_US:
         return None
-    return (EPOCH + timedelta(microseconds=int(us))).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    t = EPOCH + timedelta(microseconds=int(us))
+    return f"{t.year:04d}" + t.strftime("-%m-%dT%H:%M:%S.%fZ")  # %Y does not pad years below 1000
 
 
 def valid_at(valid_from: np.ndarray, valid_to: np.ndarray, t_us: int) -> np.ndarray:

@@ -149,6 +149,7 @@ def search_params(cfg: dict, where: str) -> SearchParams:
 
 class SmartVector:
     name = "smartvector"
+    rank_key = "dormant vectors last"  # RanksByKey: the score is the fused score
 
     def __init__(self, name: str = "smartvector", **cfg):
         where = f"retrievers.{name}"

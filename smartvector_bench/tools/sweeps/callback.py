@@ -66,7 +66,9 @@ class CollectSweep(Callback):
                 f"hydra.job.config.override_dirname.exclude_keys?); {len(clashes)} folder(s) affected")
 
     def _collect_at_exit(self) -> None:
-        if self.enabled and not self._collected and self._sweep_dir is not None:
+        # no sweep folder (hydra.sweep.dir could not be created): nothing to collect, and the entry point has
+        # already printed its one line
+        if self.enabled and not self._collected and self._sweep_dir is not None and Path(self._sweep_dir).is_dir():
             print("smartvector-bench: the multirun ended with an error; collecting what it produced")
             self._collect()
 
