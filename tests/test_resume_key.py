@@ -1,5 +1,6 @@
-"""The resume key covers what a result depends on: config (minus output-only keys), dataset content, code and
-package versions. A regenerated dataset under the same path, or a code change, reruns the job and says why."""
+"""The resume key covers what a result depends on: config (minus output-only keys), dataset content, code,
+plug-in code and package versions. A regenerated dataset under the same path, or a code change, reruns the job
+and says why."""
 
 from __future__ import annotations
 
@@ -48,14 +49,21 @@ def test_dataset_digest_follows_the_folder_content(tmp_path):
     assert prov.dataset_digest(cfg) not in (first, "generated")
 
 
-def test_source_hash_changes_with_any_source_file(tmp_path):
+def test_source_hash_changes_with_any_file_of_the_packages(tmp_path):
     pkg = tmp_path / "pkg"
     (pkg / "sub").mkdir(parents=True)
+    (pkg / "__pycache__").mkdir()
     (pkg / "a.py").write_text("x = 1\n")
     (pkg / "sub" / "b.py").write_text("y = 2\n")
-    (pkg / "notes.txt").write_text("not code")
+    (pkg / "catalog.json").write_text('{"topic": 1}')  # a data file shapes results too
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"bytecode")
     base = prov.source_sha256(tmp_path, ("pkg",))
-    (pkg / "notes.txt").write_text("still not code")
+    (pkg / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"other bytecode")
+    (pkg / "stray.pyc").write_bytes(b"x")
+    assert prov.source_sha256(tmp_path, ("pkg",)) == base  # bytecode is no source
+    (pkg / "catalog.json").write_text('{"topic": 2}')
+    assert prov.source_sha256(tmp_path, ("pkg",)) != base
+    (pkg / "catalog.json").write_text('{"topic": 1}')
     assert prov.source_sha256(tmp_path, ("pkg",)) == base
     (pkg / "sub" / "b.py").write_text("y = 3\n")
     assert prov.source_sha256(tmp_path, ("pkg",)) != base
@@ -68,7 +76,8 @@ def test_each_changed_part_reruns_and_is_named(tmp_path):
     config = {"experiment": {"name": "main"}, "dataset": {"seed": 1}}
     key = prov.resume_key(config)
     for part, words in [("config_sha256", "the configuration"), ("dataset", "the dataset content"),
-                        ("code_sha256", "the code"), ("packages_sha256", "the package versions")]:
+                        ("code_sha256", "the code"), ("plugins_sha256", "the plug-in code"),
+                        ("packages_sha256", "the package versions")]:
         old = {**key, part: "0" * 64}
         (tmp_path / "metrics.json").write_text(json.dumps({"provenance": {"resume_key": old}}))
         said: list[str] = []

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
+
+# What a write killed before its rename leaves: ``.<name>.<random>.tmp`` (mkstemp below: 8 characters from
+# [a-z0-9_]); and a generated dataset's half-renamed folders (data_gen/folder.py: mkdtemp ``.dataset.<random>``,
+# then ``.dataset.old``).
+TEMP_FILE = re.compile(r"\..+\.[a-z0-9_]{8}\.tmp")
+TEMP_DATASET = re.compile(r"\.dataset\.(?:[a-z0-9_]{8}|old)")
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
@@ -36,3 +44,23 @@ def dumps_json(obj) -> str:
 
 def atomic_write_json(path: str | Path, obj) -> None:
     atomic_write_text(path, dumps_json(obj))
+
+
+def remove_leftovers(folder: str | Path) -> list[str]:
+    """Remove what interrupted atomic writes left directly in ``folder`` (:data:`TEMP_FILE` files,
+    :data:`TEMP_DATASET` folders); returns their names. Only safe while no other process writes there: the run
+    folder's lock (core/scratch.py ``run_lock``) ensures it."""
+    removed = []
+    try:
+        entries = sorted(os.scandir(folder), key=lambda e: e.name)
+    except OSError:
+        return removed
+    for e in entries:
+        if TEMP_FILE.fullmatch(e.name) and e.is_file(follow_symlinks=False):
+            Path(e.path).unlink(missing_ok=True)
+        elif TEMP_DATASET.fullmatch(e.name) and e.is_dir(follow_symlinks=False):
+            shutil.rmtree(e.path, ignore_errors=True)
+        else:
+            continue
+        removed.append(e.name)
+    return removed

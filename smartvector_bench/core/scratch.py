@@ -15,6 +15,12 @@ their parent.
   as the job's scratch is cleaned up (at most ``grace`` seconds later): loky catches every exception of a job and
   would otherwise keep the orphan waiting for work.
 
+- :func:`run_lock` makes a run folder one run's at a time: ``fcntl.flock`` on ``<out_dir>/.lock``, held for the
+  whole job and released by the kernel however the process ends (kill -9 included). A second run into the folder
+  is refused in one line before it writes anything there; the holder, once in, removes what interrupted atomic
+  writes left (``core/atomic.py`` ``remove_leftovers``). The lock file stays (removing it would let two runs lock
+  two different files); it is no output of the run.
+
 ``prctl(PR_SET_PDEATHSIG)`` is deliberately not used: the kernel sends it when the *thread* that spawned the
 worker exits, and loky spawns replacement workers from its executor-manager thread, so the signal's meaning
 depends on loky internals we cannot see from the worker; polling works the same everywhere and costs one
@@ -23,9 +29,12 @@ depends on loky internals we cannot see from the worker; polling works the same 
 
 from __future__ import annotations
 
+import fcntl
+import json
 import multiprocessing
 import os
 import shutil
+import socket
 import signal
 import sys
 import tempfile
@@ -35,7 +44,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from smartvector_bench.core.atomic import remove_leftovers
+from smartvector_bench.core.errors import BenchError
+
 SCRATCH = ".scratch"
+LOCK_FILE = ".lock"
 PROG = "smartvector-bench"
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
@@ -163,6 +176,97 @@ def _leave(key: str, owner: bool, saved_tempdir, saved_env, saved_handlers: dict
     finally:
         if mask is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+# -- one run per folder -----------------------------------------------------------------------------------------
+
+_held: set[str] = set()  # run folders whose lock this process holds
+
+
+def _holder(lock: Path) -> str:
+    """Who holds ``lock``, from what it wrote into the file."""
+    try:
+        info = json.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        info = None
+    if not isinstance(info, dict):
+        return "its pid is not recorded yet"
+    return f"pid {info.get('pid', '?')} on host {info.get('host', '?')}, started {info.get('started', '?')}"
+
+
+def _acquire(folder: Path, hint: str, busy_retries: int) -> int:
+    lock = folder / LOCK_FILE
+    for _ in range(busy_retries + 50):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise BenchError(f"{folder}: cannot create the run's lock file {LOCK_FILE} ({exc.strerror or exc})") \
+                from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: by a run, or for an instant by a reader's probe (folder_in_use), so retry briefly
+            os.close(fd)
+            busy_retries -= 1
+            if busy_retries < 0:
+                raise BenchError(f"{folder} is in use by another run ({_holder(lock)}); {hint}") from None
+            time.sleep(0.1)
+            continue
+        try:  # the file locked must still be the one on disk (a rejected run may have removed its folder)
+            same = os.path.samestat(os.fstat(fd), os.stat(lock))
+        except OSError:
+            same = False
+        if same:
+            now = time.time()
+            info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+            return fd
+        os.close(fd)
+    raise BenchError(f"{folder}: the run's lock file {LOCK_FILE} keeps being replaced; {hint}")
+
+
+@contextmanager
+def run_lock(out_dir: str | Path, hint: str = "wait for it or choose another output folder",
+             busy_retries: int = 3) -> Iterator[list[str]]:
+    """Hold ``<out_dir>/.lock`` for the block (see the module docstring), yielding the leftovers of interrupted
+    writes it removed. Raises :class:`BenchError` at once (after ``busy_retries`` tries 0.1 s apart) when
+    another run holds it, naming that run and ending with ``hint``."""
+    folder = Path(out_dir).absolute()
+    fd = _acquire(folder, hint, busy_retries)
+    with _lock:
+        _held.add(str(folder))
+    try:
+        yield remove_leftovers(folder)
+    finally:
+        with _lock:
+            _held.discard(str(folder))
+        os.close(fd)  # closing releases the lock
+
+
+def holds_lock(out_dir: str | Path) -> bool:
+    """Whether this process holds ``out_dir``'s run lock."""
+    with _lock:
+        return str(Path(out_dir).absolute()) in _held
+
+
+def folder_in_use(out_dir: str | Path) -> bool:
+    """Whether some run holds ``out_dir``'s lock (this process's own included). Probes with a shared lock taken
+    and dropped at once, which :func:`run_lock` tolerates by retrying."""
+    if holds_lock(out_dir):
+        return True
+    try:
+        fd = os.open(Path(out_dir) / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 # -- sweep workers ---------------------------------------------------------------------------------------------

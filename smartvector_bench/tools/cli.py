@@ -18,6 +18,7 @@ from experiments import KINDS as EXPERIMENTS  # noqa: F401 - re-exported: the ex
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.systems import discovery
 from smartvector_bench.core import scratch
+from smartvector_bench.core.atomic import atomic_write_bytes
 from smartvector_bench.core.cli_errors import hydra_entry, reports_bad_input, shown
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.tools.sweeps import STATUS_FILE, resume
@@ -52,14 +53,31 @@ def _sweep_preset(hc) -> str | None:
 
 
 def _job(cfg: DictConfig) -> dict:
-    """One run or sweep job. Everything is validated first; a job whose folder already holds a complete result
-    for the same config, dataset, code and packages is skipped (sweeps/resume.py); every job records its status
-    in ``job_status.json``; scratch files live under the run folder and are removed at the end (scratch.py)."""
+    """One run or sweep job. The run folder's lock comes first (one run per folder: a second run into it stops
+    here, having written nothing; scratch.run_lock), then everything is validated; a job whose folder already
+    holds a complete result for the same inputs, with its outputs unchanged, is skipped (sweeps/resume.py); every
+    job records its status in ``job_status.json``; scratch files live under the run folder and are removed at
+    the end (scratch.py)."""
     hc = HydraConfig.get()
     out_dir = hc.runtime.output_dir
     multirun = hc.mode == RunMode.MULTIRUN
     folder = Path(out_dir)
-    before = {p.name for p in folder.iterdir()} - _hydra_files(folder) if folder.is_dir() else set()
+    before = {p.name for p in folder.iterdir()} - _hydra_files(folder) - {scratch.LOCK_FILE} \
+        if folder.is_dir() else set()
+    hint = f"wait for it or choose another {'hydra.sweep.dir' if multirun else 'hydra.run.dir'}"
+    with scratch.run_lock(out_dir, hint):
+        # Hydra writes .hydra/ before a job can take the lock, so a refused run overwrites the holder's files:
+        # the holder puts its own back at the end.
+        hydra_files = {p: p.read_bytes() for p in (folder / ".hydra").glob("*.yaml")}
+        try:
+            return _locked_job(cfg, hc, out_dir, multirun, before)
+        finally:
+            for path, data in hydra_files.items():
+                if path.is_file() and path.read_bytes() != data:
+                    atomic_write_bytes(path, data)
+
+
+def _locked_job(cfg: DictConfig, hc, out_dir: str, multirun: bool, before: set[str]) -> dict:
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
         sweep = None if multirun else _sweep_preset(hc)

@@ -9,6 +9,8 @@ from smartvector_bench.core.results.base import ResultFile, check, check_type
 
 SWEEP_SCHEMA_VERSION = "1.0"
 TIDY = "tidy.csv"
+# A job whose run was interrupted (job_status.json ``running``, its run gone: sweeps/resume.py ``job_state``)
+# counts as missing, its note saying interrupted: the counts keep these keys, as every published summary.json.
 STATUSES = ("complete", "skipped", "failed", "missing")
 USABLE = ("complete", "skipped")
 # what ``results`` holds per preset (anything else: ``by_key``, one summary per swept key)

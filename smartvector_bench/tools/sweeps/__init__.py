@@ -1,8 +1,10 @@
 """Sweeps: Hydra multiruns of the main evaluation (presets in ``conf/experiment/``), resumable job by job, with
 a collector that turns a sweep folder into one tidy CSV and a per-preset summary.
 
-- :mod:`.resume`: skip a job whose folder already holds a complete result for the same resolved config,
-  and record each job's status (``job_status.json``).
+- :mod:`.resume`: skip a job whose folder already holds a complete result for the same inputs (config, dataset,
+  code, plug-in code, packages) with its recorded outputs unchanged, and record each job's status
+  (``job_status.json``; a killed job's ``running`` reads as interrupted). Each job folder is one run's at a
+  time (``core/scratch.py`` ``run_lock``).
 - :mod:`.collect`: ``smartvector-collect SWEEP_DIR``: rebuilds the planned job list from ``multirun.yaml``,
   reads every job folder, writes ``tidy.csv``, ``tidy.provenance.json`` and ``summary.json``.
 - :mod:`.callback`: a Hydra callback that runs the collector at the end of every multirun.

@@ -1,5 +1,7 @@
 """What a sweep's job folders hold: each planned job matched to its folder (``.hydra/overrides.yaml``) and read
-as complete, skipped, failed or missing (``metrics.json``, ``job_status.json``): :func:`collect`."""
+as complete, skipped, failed or missing (``metrics.json``, ``job_status.json``): :func:`collect`. A job whose
+status says ``running`` but whose run is gone reads as interrupted (``resume.job_state``): counted missing, its
+note saying so."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.core.results.sweep import STATUSES, USABLE
 from smartvector_bench.tools.sweeps import STATUS_FILE
 from smartvector_bench.tools.sweeps.plan import Plan, PlannedJob, _raw, folder_collisions, plan_jobs
-from smartvector_bench.tools.sweeps.resume import load_result, result_sha
+from smartvector_bench.tools.sweeps.resume import describe_run, job_state, load_result, result_sha
 
 METRICS_FILE = MainMetrics.FILE
 
@@ -66,14 +68,15 @@ def read_job(job: PlannedJob, folder: Path | None) -> JobResult:
     if folder is None:
         return JobResult(job, "missing", None, note="no job folder (never started)")
     record = load_result(folder / STATUS_FILE)
-    state = (record or {}).get("status")
+    state = job_state(folder, record)
     if state == "failed":
         return JobResult(job, "failed", folder, status_record=record, note=str(record.get("error", "")))
     metrics = load_result(folder / METRICS_FILE)
     if metrics is None or not isinstance(metrics.get("systems"), dict):
-        if state == "running":
-            note = f"started {record.get('time_iso', '?')} (pid {record.get('pid')}) and left no metrics.json: " \
-                   "killed, or still running"
+        if state == "interrupted":
+            note = f"interrupted: the run ({describe_run(record)}) stopped before writing metrics.json"
+        elif state == "running":
+            note = f"still running ({describe_run(record)})"
         else:
             note = "no metrics.json (killed before the end, or removed)"
         return JobResult(job, "missing", folder, status_record=record, note=note)
@@ -82,7 +85,7 @@ def read_job(job: PlannedJob, folder: Path | None) -> JobResult:
         return JobResult(job, "missing", folder, status_record=record,
                          note="metrics.json is from another configuration than the job's last run "
                               f"(job_status.json: {state})")
-    # complete / skipped; or `running` with its own result written: killed between the two last writes
+    # complete / skipped; or `running` / interrupted with its own result written: killed between the two last writes
     return JobResult(job, state if state in USABLE else "complete", folder, metrics, record)
 
 
