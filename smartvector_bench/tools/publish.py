@@ -43,7 +43,6 @@ import platform
 import shlex
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -52,6 +51,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import git_sha, package_versions
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
 from smartvector_bench.core.results import MainMetrics
+from smartvector_bench.tools.gate import children
 from smartvector_bench.tools.gate.rerun import RERUN_ENV, Rerun, add_rerun_options, rerun_many
 from smartvector_bench.tools.gate.sweep_reruns import RUNS, jobs_to_store
 from smartvector_bench.tools.report import stored_queries, stored_signals
@@ -169,6 +169,7 @@ def experiment_provenance(name: str, r: Rerun, files: dict[str, bytes]) -> dict:
     }
 
 
+@children.held  # a SIGTERM / SIGINT waits until the folder is published whole
 def publish_experiment(name: str, r: Rerun, results_dir: Path) -> dict:
     files = collect_run_files(name, r.run_dir)
     prov = experiment_provenance(name, r, files)
@@ -193,6 +194,7 @@ def _csv_values(data: bytes, column: str) -> list[str]:
     return sorted({row[column] for row in reader if row.get(column)})
 
 
+@children.held
 def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_incomplete: bool) -> dict:
     if preset in EXPERIMENTS:
         raise PublishError(f"sweep {preset!r}: the name of an experiment; results/{preset}/ is that experiment's")
@@ -311,6 +313,7 @@ def store_side_files(names: list[str], results_dir: Path, command: str, module=s
     return failures
 
 
+@children.stops_children(PROG)  # as the gate: reruns stopped, the temp folder removed, exit 143 / 130
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     store, store_sig = _split(args.store_queries), _split(args.store_signals)
@@ -351,8 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         failures += store_side_files(store, args.results_dir, command)
         failures += store_side_files(store_sig, args.results_dir, command, stored_signals)
     if names:
-        tmp = None if args.keep else tempfile.mkdtemp(prefix="svb-publish-")
-        workdir = args.keep or Path(tmp)
+        workdir = children.workdir(args.keep, "svb-publish-")
         print(f"rerunning {', '.join(names)} in {workdir} ...", flush=True)
         reruns = rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides))
         for name, r in reruns.items():
@@ -370,8 +372,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: published {len(prov['files'])} files to {rel(args.results_dir / name)} "
                   f"(run {r.wall_time_s:.1f} s; git {str((prov['git'] or {}).get('sha'))[:12]}"
                   f"{' dirty' if (prov['git'] or {}).get('dirty') else ''})", flush=True)
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
     auto = sweeps_arg == ["auto"]
     for preset in sweeps:
         try:

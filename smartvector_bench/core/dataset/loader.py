@@ -35,8 +35,8 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     root = Path(path)
     try:
         kind = path_kind(root)
-    except BenchError:
-        raise BenchError(f"dataset.path={path}: cannot be read; check its permissions") from None
+    except BenchError as exc:  # a symlink loop, a folder we may not look into: path_kind says which
+        raise BenchError(f"dataset.path={path}: {str(exc).split(': ', 1)[-1]}") from None
     if kind == "missing":
         raise BenchError(f"dataset.path={path}: does not exist")
     if kind == "file":

@@ -4,6 +4,7 @@ each failure a one-line BenchError naming the file and line."""
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 import json
 import math
@@ -53,9 +54,14 @@ def path_kind(path: Path) -> str:
         mode = os.stat(path).st_mode
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
-    except (OSError, ValueError) as exc:
-        raise BenchError(f"{path}: cannot be read ({getattr(exc, 'strerror', None) or exc}); "
-                         "check the permissions of its folder") from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # not a permission problem: say what it is
+            raise BenchError(f"{path}: is a symbolic link loop (it, or a folder on its path, leads back to itself); "
+                             "point it at a file or remove it") from None
+        raise BenchError(f"{path}: cannot be read ({exc.strerror or exc}); check the permissions of its folder") \
+            from None
+    except ValueError as exc:  # e.g. a NUL byte in the path
+        raise BenchError(f"{path}: cannot be read ({exc})") from None
     return "file" if stat.S_ISREG(mode) else "dir" if stat.S_ISDIR(mode) else "other"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import types
 import typing
 from pathlib import Path
@@ -61,6 +62,20 @@ def check_type(value: Any, want: type | tuple, where: str, key: str, allow_none:
     raise ResultError(f"{where}: {key}: expected {words}, got {json.dumps(value)[:60]}", where, key)
 
 
+def check_finite(value: Any, where: str, key: str = "") -> None:
+    """Every number in ``value`` finite: Python's json reads NaN and Infinity, which no result may hold (a value
+    not measured is null); the error names the dotted key (``systems.bm25.test.top1``, ``top1_ci[0]``)."""
+    if isinstance(value, float):
+        check(math.isfinite(value), where, key or "(top level)",
+              f"expected a finite number, got {json.dumps(value)} (not measured is null)")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(v, where, f"{key}.{k}" if key else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_finite(v, where, f"{key}[{i}]")
+
+
 def _types(hint) -> tuple[tuple[type, ...], bool]:
     """(JSON types, None allowed) of a field annotation such as ``dict``, ``str | None``, ``dict[str, Any]``."""
     args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
@@ -104,7 +119,8 @@ class ResultFile:
         return dumps_json(self.to_dict())
 
     def validate(self, source: str | Path | None = None):
-        """Check the schema version, every field's JSON type, then the kind's own rules; returns self."""
+        """Check the schema version, every field's JSON type, that every number is finite, then the kind's own
+        rules; returns self."""
         where = str(source or f"<{self.KIND} result>")
         check(self.schema_version in self.SCHEMA_VERSIONS, where, "schema_version",
               f"{self.schema_version!r} is not a {self.KIND} schema this code reads "
@@ -115,6 +131,7 @@ class ResultFile:
             value = getattr(self, f.name)
             if kinds and kinds != (typing.Any,):
                 check_type(value, kinds, where, f.name, allow_none=none_ok or bool(f.metadata.get("optional")))
+        check_finite(self.to_dict(), where)
         self._check(where)
         return self
 

@@ -45,6 +45,8 @@ RUN_COLUMNS = ("system", "split", M.N_QUERIES, M.N_FAMILIES,
                *(c for m in M.CI_METRICS for c in (m, M.lo(m), M.hi(m))),
                *M.P_VALUES, "dataset", "dataset_seed", "dataset_sha256", "git_sha", "config_sha256")
 SOURCE = "source"
+# tidy.csv's columns that hold a share, a mean score, a calibration error or a p-value: all within [0, 1]
+UNIT_COLUMNS = (*(c for m in M.CI_METRICS for c in (m, M.lo(m), M.hi(m))), *M.P_VALUES)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,13 +86,26 @@ def load_run(path: str | Path) -> pd.DataFrame:
 
 
 def load_sweep(path: str | Path) -> pd.DataFrame:
-    """A sweep folder's tidy.csv (or the file itself), as pandas reads it (numeric swept values as numbers)."""
+    """A sweep folder's tidy.csv (or the file itself), as pandas reads it (numeric swept values as numbers); every
+    metric and p-value cell empty (not measured) or a number in [0, 1], else a BenchError naming file, line and
+    column."""
     path = Path(path)
     file = path / TIDY if path.is_dir() else path
+    pd = _pandas()
     try:
-        return _pandas().read_csv(file)
+        df = pd.read_csv(file)
     except (OSError, UnicodeDecodeError, ValueError) as exc:  # pandas' parser errors are ValueErrors
         raise BenchError(f"{file}: not readable as CSV ({exc})") from None
+    for col in (c for c in UNIT_COLUMNS if c in df.columns):
+        values = pd.to_numeric(df[col], errors="coerce")  # text -> NaN, told apart from an empty cell below
+        bad = (df[col].notna() & values.isna()) | (values.notna() & ~values.between(0.0, 1.0))
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            cell = df[col].iloc[row]
+            cell = cell.item() if hasattr(cell, "item") else cell  # numpy scalar -> its plain repr
+            raise BenchError(f"{file}:{row + 2}: {col}: {cell!r} is not a number in [0, 1] (an empty cell: not "
+                             "measured)")
+    return df
 
 
 def load_all(path: str | Path) -> pd.DataFrame:

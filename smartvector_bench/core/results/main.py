@@ -69,6 +69,15 @@ class MainMetrics(ResultFile):
                     else:
                         check(m[name] is not None, where, f"{at}.{name}",
                               f"null without a reason in {at}.{measured.KEY}")
+                _in_unit(m, where, at)
+                for cat, cm in (m.get("by_category") or {}).items():
+                    check_type(cm, dict, where, f"{at}.by_category.{cat}")
+                    _in_unit(cm, where, f"{at}.by_category.{cat}")
+        for system, methods in self.calibration.items():
+            check_type(methods, dict, where, f"calibration.{system}")
+            for method, report in methods.items():
+                check_type(report, dict, where, f"calibration.{system}.{method}")
+                _in_unit(report, where, f"calibration.{system}.{method}")
 
     # -- typed reads ------------------------------------------------------------------------------------------
     def split(self, system: str, split: str = "test") -> dict:
@@ -83,6 +92,24 @@ class MainMetrics(ResultFile):
 
     def rows(self) -> list[dict]:
         return system_rows(self.to_dict())
+
+
+# Every metric stored here is a share, a mean of [0, 1] scores or a calibration error of confidences in [0, 1]; so
+# is a p-value. Outside [0, 1] (a negative ECE, a stale rate of 3.2) is a corrupt or hand-edited file, no result.
+UNIT_METRICS = (*M.CI_METRICS, M.BRIER, M.AUROC, *M.P_VALUES)
+
+
+def _in_unit(m: dict, where: str, at: str) -> None:
+    """The metrics of ``m`` (a split, a category, a calibration report), their calibrated figures and every
+    interval bound: a number in [0, 1], or null (not measured)."""
+    for name in UNIT_METRICS:
+        for key in (name, M.calibrated(name)):
+            ci = m.get(M.ci(key))
+            pairs = [(key, m.get(key))] + [(f"{M.ci(key)}[{i}]", v) for i, v in
+                                           enumerate(ci if isinstance(ci, list) else [])]
+            for k, v in pairs:
+                check_type(v, float, where, f"{at}.{k}", allow_none=True)
+                check(v is None or 0.0 <= v <= 1.0, where, f"{at}.{k}", f"{v} is outside [0, 1]")
 
 
 def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:

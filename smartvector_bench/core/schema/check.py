@@ -6,7 +6,8 @@ labels, windows, splits), then the manifest, with the loader's own check (every 
 :func:`smartvector_bench.core.dataset.manifest_problems`). Every problem is reported as ``file:line: field: what is
 wrong and what is allowed``. When none is found, the folder is loaded with the benchmark's own loader
 (:func:`smartvector_bench.core.dataset.load_dataset`), so a folder this command accepts is one the benchmark runs on.
-Exit 0 when valid, 1 with problems, 2 for a bad command line.
+Exit 0 when valid, 1 with problems (a file that cannot be read, a symlink loop included, is one problem line, and
+no reference into it is then reported), 2 for a bad command line.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from smartvector_bench.core.dataset import (CORPUS_META, DATA_FILES, LABEL_FILES
                                             SPLITS, SplitSettings)
 from smartvector_bench.core.dataset.read import (QRELS_HEADER, decode_utf8, iso_days, json_lines, path_kind,
                                                  read_bytes, tsv_lines)
+from smartvector_bench.core.cli_errors import one_line
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.schema import load_schema, schema_version
 
@@ -245,8 +247,9 @@ def _references(corpus, queries, qrels, labels, chunk_ids: dict, query_ids: dict
                         problems.append(Problem(name, lineno, key, f"unknown chunk id {ref!r}"))
 
 
-def _manifest(root: Path, problems: list[Problem]) -> None:
-    """The loader's own manifest check (every problem, each with its fix), so both list the same problems."""
+def _manifest(root: Path, problems: list[Problem], skip: set[str] = frozenset()) -> None:
+    """The loader's own manifest check (every problem, each with its fix), so both list the same problems; none
+    about the files in ``skip`` (already reported as unread), nor then the digest that covers them."""
     raw = {}
     for name in DATA_FILES + LABEL_FILES:  # what the loader reads and the manifest must cover
         try:
@@ -259,31 +262,48 @@ def _manifest(root: Path, problems: list[Problem]) -> None:
     except BenchError as exc:  # manifest.json's folder cannot be read
         problems.append(Problem("manifest.json", None, None, str(exc)))
         return
-    problems += [Problem(p.file, p.line, p.field, f"{p.what}; {p.fix}") for p in found]
+    problems += [Problem(p.file, p.line, p.field, f"{p.what}; {p.fix}") for p in found if p.file not in skip
+                 and not (skip and p.field == "dataset_sha256")]  # the digest of files already reported unread
 
 
 def validate_folder(path: str | Path, split: SplitSettings | None = None):
     """``(problems, dataset)``: every problem found, and the loaded dataset when there are none."""
     root = Path(path)
-    if path_kind(root) != "dir":
-        return [Problem(str(root), None, None, "is not a dataset folder (it does not exist or is a file)")], None
     problems: list[Problem] = []
+    kinds: dict[str, str] = {}
+
+    def kind(name: str) -> str:
+        """``path_kind`` of ``root/name``; "unreadable", with its problem recorded, for a symlink loop or a path
+        that cannot be looked at (one line for the file, not a traceback)."""
+        if name not in kinds:
+            try:
+                kinds[name] = path_kind(root / name if name else root)
+            except BenchError as exc:
+                kinds[name] = "unreadable"
+                problems.append(Problem(name or str(root), None, None, str(exc).split(": ", 1)[-1]))
+        return kinds[name]
+
+    gone = ("missing", "unreadable")  # nothing to read
+    if kind("") != "dir":
+        return problems or [Problem(str(root), None, None, "is not a dataset folder (it does not exist or is a "
+                                                           "file)")], None
     for name in ("corpus.jsonl", "queries.jsonl"):
-        if path_kind(root / name) == "missing":
-            problems.append(Problem(name, None, None, "file is missing (required)"))
-    present_qrels = [q for q in QRELS if path_kind(root / q) != "missing"]
-    if not present_qrels:
+        if kind(name) == "missing":
+            why = "is a broken symbolic link" if (root / name).is_symlink() else "file is missing"
+            problems.append(Problem(name, None, None, f"{why} (required)"))
+    present_qrels = [q for q in QRELS if kind(q) not in gone]
+    if not present_qrels and not any(kinds[q] == "unreadable" for q in QRELS):
         problems.append(Problem("qrels/", None, None, "needs dev.tsv and/or test.tsv"))
     chunk_ids: dict[str, int] = {}
     query_ids: dict[str, int] = {}
-    corpus = (_jsonl(root, "corpus.jsonl", problems, chunk_ids) if path_kind(root / "corpus.jsonl") != "missing"
-              else [])
-    queries = (_jsonl(root, "queries.jsonl", problems, query_ids) if path_kind(root / "queries.jsonl") != "missing"
-               else [])
+    corpus = _jsonl(root, "corpus.jsonl", problems, chunk_ids) if kind("corpus.jsonl") not in gone else []
+    queries = _jsonl(root, "queries.jsonl", problems, query_ids) if kind("queries.jsonl") not in gone else []
     qrels = {q: _qrels(root, q, problems) for q in present_qrels}
-    labels = {n: _jsonl(root, n, problems) for n in LABEL_FILES if path_kind(root / n) != "missing"}
-    _references(corpus, queries, qrels, labels, chunk_ids, query_ids, problems)
-    _manifest(root, problems)
+    labels = {n: _jsonl(root, n, problems) for n in LABEL_FILES if kind(n) not in gone}
+    unread = {p.file for p in problems if p.line is None} & {"corpus.jsonl", "queries.jsonl", *QRELS, *LABEL_FILES}
+    if not unread:  # else the ids of an unread file would all be "unknown": noise, not news
+        _references(corpus, queries, qrels, labels, chunk_ids, query_ids, problems)
+    _manifest(root, problems, skip=unread)
     if problems:
         order = {n: i for i, n in enumerate(("corpus.jsonl", "queries.jsonl") + QRELS + LABEL_FILES)}
         return sorted(problems, key=lambda p: (order.get(p.file, len(order)), p.file, p.line or 0)), None
@@ -327,7 +347,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0.0 < args.test_fraction < 1.0:
         parser.error(f"--test-fraction={args.test_fraction}: must be in (0, 1)")
-    problems, ds = validate_folder(args.folder, SplitSettings(seed=args.split_seed, test_fraction=args.test_fraction))
+    try:
+        problems, ds = validate_folder(args.folder, SplitSettings(seed=args.split_seed,
+                                                                  test_fraction=args.test_fraction))
+    except BenchError as exc:  # anything the checks above could not turn into a problem line: still one line
+        print(f"{parser.prog}: error: {one_line(exc)}", file=sys.stderr)
+        return 2
     try:
         for p in problems[: args.max_problems]:
             print(p)

@@ -18,7 +18,8 @@ float rounding must not.
    run files are compared on their result JSON and per-query outcomes (``outputs.py``).
 
 Prints ``metric | expected | got | tolerance | verdict`` for the misses (``--verbose``: every row) and exits 1 on
-any miss, 2 on bad input.
+any miss, 2 on bad input (an ``expected.json`` not as ``--write-expected`` wrote it included), 143 / 130 on SIGTERM /
+SIGINT, its reruns stopped and its temp folder removed (``children.py``).
 
     python -m smartvector_bench.tools.gate                          # committed check, then every rerun
     python -m smartvector_bench.tools.gate --only main,seeds        # committed check, two reruns
@@ -27,5 +28,6 @@ any miss, 2 on bad input.
 
 The experiments it knows are declared once, in ``experiments/__init__.py``. Modules: ``common.py`` (paths, rows,
 exit codes), ``tolerances.py``, ``files.py`` (manifest, provenance), ``rankings.py``, ``replay.py``, ``sweeps.py``,
-``outputs.py``, ``rerun.py``, ``sweep_reruns.py``, ``committed.py``, ``cli.py``.
+``outputs.py``, ``rerun.py``, ``sweep_reruns.py``, ``children.py`` (the reruns' processes), ``committed.py``,
+``cli.py``.
 """

@@ -2,6 +2,10 @@
 
 import sys
 
-from smartvector_bench.tools.gate.cli import main
+try:
+    from smartvector_bench.tools.gate.cli import main
+except KeyboardInterrupt:  # Ctrl-C during the imports, before main handles signals: nothing started yet
+    print("smartvector-regress: interrupted by SIGINT", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

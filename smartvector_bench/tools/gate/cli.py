@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from smartvector_bench.core.provenance import result_config
 from smartvector_bench.core.results import MainMetrics, ResultError
-from smartvector_bench.tools.gate import rankings
+from smartvector_bench.tools.gate import children, rankings
 from smartvector_bench.tools.gate.committed import check_committed, host_note
 from smartvector_bench.tools.gate.common import (EXIT_BAD_INPUT, EXIT_MISS, EXPECTED, EXPERIMENTS, PROG,
                                                  RESULTS_DIR, BadInput, Row, committed_counts, committed_line,
@@ -115,7 +113,6 @@ def run_gate(args: argparse.Namespace) -> int:
 
     rows: list[Row] = []
     timings: dict[str, float] = {}
-    tmp = None
     if args.results_from:
         if not args.results_from.is_dir():
             raise BadInput(f"--results-from {args.results_from}: not a folder")
@@ -127,8 +124,7 @@ def run_gate(args: argparse.Namespace) -> int:
             rows += compare_experiment(n, root / n, folder)
         sweeps = []
     else:
-        workdir = args.keep or Path(tmp := tempfile.mkdtemp(prefix="svb-regress-"))
-        workdir.mkdir(parents=True, exist_ok=True)
+        workdir = children.workdir(args.keep, "svb-regress-")  # a temp one is removed on any exit of main
         if names:
             print(f"rerunning {', '.join(names)} in {workdir} ({args.jobs} at a time) ...", flush=True)
         for n, r in rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides),
@@ -153,8 +149,6 @@ def run_gate(args: argparse.Namespace) -> int:
                 rows += compare_main(label, stored, fresh) if stored is not None else \
                     [Row(label, f"a stored job under {rel(root / p / 'runs')}/", "MISSING", "-", False,
                          "republish the sweep (make results): the publisher stores the jobs the gate reruns")]
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
 
     if table := render_table(rows, args.verbose):
         print(table)
@@ -170,6 +164,7 @@ def run_gate(args: argparse.Namespace) -> int:
     return 0
 
 
+@children.stops_children(PROG)  # SIGTERM / SIGINT: the reruns stopped, the temp folder removed, exit 143 / 130
 def main(argv: list[str] | None = None) -> int:
     try:
         return run_gate(parse_args(argv))

@@ -1,6 +1,7 @@
 """Reruns through the real CLI, shared by the gate and the publisher (``smartvector_bench/tools/publish.py``):
 ``smartvector-bench experiment=<name>`` into a fixed ``hydra.run.dir``, the same command and environment the
-publisher records in each ``results/<name>/PROVENANCE.json``, several at a time in separate processes."""
+publisher records in each ``results/<name>/PROVENANCE.json``, several at a time in separate processes, each in a
+session of its own that SIGTERM or SIGINT to the gate or the publisher stops (``children.py``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from smartvector_bench.core.results import ResultError
+from smartvector_bench.tools.gate import children
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, read_result
 
 # The default config with the real model; no embedding cache (a warm cache would hide a model or torch change).
@@ -48,17 +50,20 @@ def log_tail(log: Path, n: int = 15) -> str:
 
 def run_logged(command: list[str], log: Path, env: dict, timeout: float | None = None) -> tuple[str | None, float]:
     """Run ``command`` from the repository with ``env`` added, its output into ``log``: (why it failed or None,
-    wall time). Never raises for a failed run."""
+    wall time). Never raises for a failed run. The child runs in its own session and stops with the gate
+    (``children.py``); once the gate is interrupted, none starts."""
     t0, error = time.perf_counter(), None
-    with open(log, "w", encoding="utf-8") as fh:
-        try:
-            code = subprocess.run(command, cwd=REPO, env={**os.environ, **env}, stdout=fh, stderr=subprocess.STDOUT,
-                                  timeout=timeout, check=False).returncode
-            error = f"exit code {code}" if code else None
-        except subprocess.TimeoutExpired:
-            error = f"timed out after {timeout:g} s"
-        except OSError as exc:
-            error = f"could not start {command[0]}: {exc}"
+    if children.stopping():
+        return "not started: interrupted", 0.0
+    try:
+        with open(log, "w", encoding="utf-8") as fh:
+            code = children.run(command, timeout=timeout, cwd=REPO, env={**os.environ, **env}, stdout=fh,
+                                stderr=subprocess.STDOUT)
+        error = "not started: interrupted" if code is None else f"exit code {code}" if code else None
+    except subprocess.TimeoutExpired:
+        error = f"timed out after {timeout:g} s"
+    except OSError as exc:
+        error = f"could not start {command[0]}: {exc}"
     return error, time.perf_counter() - t0
 
 
