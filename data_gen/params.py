@@ -13,6 +13,7 @@ from typing import Any
 from smartvector_bench.core.errors import BenchError
 
 from .common import DATE_SPAN_DAYS, check_span
+from .facts.params import facts_params_from_config
 from .git_history.params import git_params_from_config
 from .lvl_corpus import lvl_params_from_config
 
@@ -178,5 +179,6 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
 
 # Generator kind -> its config validator (each generator's parameters live beside its code).
 VALIDATORS = {"versioned_policies": policy_params_from_config, "versioned_policies_large": policy_params_from_config,
-              "lvl_corpus": lvl_params_from_config, "git_history": git_params_from_config}
+              "lvl_corpus": lvl_params_from_config, "git_history": git_params_from_config,
+              "facts": facts_params_from_config}
 GENERATORS = tuple(VALIDATORS)

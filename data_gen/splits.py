@@ -43,3 +43,14 @@ def assign_family_splits(queries: list, test_fraction: float, rng: np.random.Gen
     split_of = {f: ("test" if test[row[f]] else "dev") for f in fams}
     for q in queries:
         q.split = split_of[q.family]
+
+
+def shuffle_and_number(queries: list, seed: int) -> list:
+    """``queries`` in a seeded order (``[seed, 4]``: no category or source shows in the ids), each given its id
+    ``q0001``, ``q0002``, ... (at least four digits)."""
+    order = np.random.default_rng([seed, 4]).permutation(len(queries)).tolist()
+    queries = [queries[k] for k in order]
+    width = max(4, len(str(len(queries))))
+    for n, q in enumerate(queries, 1):
+        q.id = f"q{n:0{width}d}"
+    return queries

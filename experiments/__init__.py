@@ -86,6 +86,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     # The 18F Handbook's git history: needs the bundle in ../shared/corpora, so it is published by `make results`
     # and checked from results/, not rerun.
     Preset("handbook", "main", regress=False, extra_files=("dataset/manifest.json",)),
+    # Real facts that changed over both bundles in ../shared/corpora (dataset=facts, docs/facts.md): published by
+    # `make results`, checked from results/, not rerun (as the handbook).
+    Preset("facts", "main", regress=False, extra_files=("dataset/manifest.json",)),
     # Ten generated datasets (5 seeds x 2 profiles): published by `make results`, checked from results/.
     Preset("shortcut_audit", "shortcut_audit", regress=False),
     # The sweeps are never rerun whole in CI (27-128 jobs): the gate reruns each on one or two of its own jobs,

@@ -20,6 +20,7 @@ from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
 from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
+from smartvector_bench.core.dataset.manifest import query_shortfall
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
@@ -31,9 +32,10 @@ from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import AuditsConsolidation, RanksByKey, ReadsLabels, ScoresHits
+from smartvector_bench.systems.base import AuditsConsolidation, FitsOnDev, RanksByKey, ReadsLabels, ScoresHits
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.timeutil import format_iso, from_days
+from experiments.tuning import fit_on_dev
 from experiments.config import (  # noqa: F401 - re-exported
     MAXIMUM, check_dataset, check_embedder, check_evaluation_bounds, check_systems_on, chosen_systems,
     experiment_settings)
@@ -143,13 +145,16 @@ def peak_rss_mb() -> float:
 
 
 def _dataset_extras(dataset: Dataset) -> dict:
-    """What an external dataset left to defaults (nothing for a generated one, so its metrics.json is as before)."""
+    """What an external dataset left to defaults, and the categories its generator wrote short of the counts asked
+    (nothing for a synthetic dataset, so its metrics.json is as before)."""
     out = {}
     missing = [k for k in CORPUS_META if k not in dataset.corpus.present]
     if missing:
         out["defaulted_fields"] = missing
     if dataset.split_assignment:
         out["split_assignment"] = dataset.split_assignment
+    if short := query_shortfall(dataset.manifest):  # the loader has printed it; the result keeps it
+        out["query_shortfall"] = short
     return out
 
 
@@ -243,6 +248,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     for name in tqdm(systems, desc="systems", disable=not s.progress, leave=False):
         t = time.perf_counter()
         retriever = retrievers[name]
+        if isinstance(retriever, FitsOnDev):  # its settings fitted on the dev queries first (experiments/tuning.py)
+            fit_on_dev(name, retriever, corpus, corpus_vecs, serve_time, query_vecs, queries, k, s.progress)
         with retriever_call(name, "index"):
             retriever.index(corpus, corpus_vecs, serve_time)
         extra = {}

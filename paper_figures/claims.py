@@ -44,6 +44,7 @@ from smartvector_bench.core.results import (  # noqa: E402
     TIDY, FeedbackLoop, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
 )
 from smartvector_bench.core.results.base import check, check_type, read_json  # noqa: E402
+from paper_figures.facts_sections import sections as facts_sections  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -75,11 +76,21 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _real(v: V.Verdict | None) -> str:
+    """The real-data column: the same rule on results/facts/ (claims 1-3 only)."""
+    if v is None:
+        return "-"
+    return f"**{v.verdict}** (p {V.format_p(v.p_value)}): {v.figure}" if v.p_value is not None else \
+        f"**{v.verdict}**: {v.figure}"
+
+
 def table(results: Path) -> str:
-    out = ["| claim | ours (from results/) | test | p | verdict | rule |", "|---|---|---|---|---|---|"]
-    for claim, v in C.claim_rows(results):
+    out = ["| claim | ours (from results/) | test | p | verdict | on real facts (results/facts/) | rule |",
+           "|---|---|---|---|---|---|---|"]
+    real = C.real_claims(results)
+    for i, (claim, v) in enumerate(C.claim_rows(results)):
         out.append(f"| {_cell(claim)} | {_cell(v.figure)} | {_cell(C.test_text(v))} | {V.format_p(v.p_value)} | "
-                   f"**{v.verdict}** | {_cell(v.detail)} |")
+                   f"**{v.verdict}** | {_cell(_real(real[i] if i < len(real) else None))} | {_cell(v.detail)} |")
     return "\n".join(out) + "\n"
 
 
@@ -277,7 +288,7 @@ def sections(results: Path) -> dict[str, str]:
                                   lambda doc: feedback_loop._table(doc, doc["summary"]), 2),
             "half_life": _half_life_section(results), "tune": _tune_section(results),
             "handbook": _handbook_section(results), "handbook_categories": _handbook_categories(results),
-            "schema": field_table() + "\n"}
+            **facts_sections(results), "schema": field_table() + "\n"}
 
 
 def write_readme(readme: Path, texts: dict[str, str] | str) -> None:

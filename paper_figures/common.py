@@ -27,7 +27,7 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
-from smartvector_bench.core import measured
+from smartvector_bench.core import measured, report
 from smartvector_bench.core.atomic import atomic_write_bytes
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import MainMetrics, ResultError
@@ -64,15 +64,14 @@ PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-
 # Systems in the order of the main table (experiments/main.py, conf/bench.yaml: the baselines, the SmartVector
 # family, the peers, then the metadata filter and the label-reading oracle); the feedback loop's live and
 # frozen SmartVector follow. Unknown names come after these, sorted.
-SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector",
-                "smartvector_soft", "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector", "metadata_filter", "oracle",
-                "smartvector_live", "smartvector_frozen")
+SYSTEM_ORDER = (*report.SYSTEM_ORDER, "smartvector_live", "smartvector_frozen")
 # Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
 BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine")
 CEILINGS = ("oracle",)
 CEILING_HATCH = "////"
 PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
            "recent_cosine": "#e377c2", "smartvector": "#1f77b4", "smartvector_soft": "#6baed6",
+           "smartvector_tuned": "#08519c",
            "smartvector_ref": "#9467bd", "smartvector_ref_soft": "#c5b0d5",
            "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "metadata_filter": "#8c564b",
            "oracle": "#393b79", "smartvector_live": "#1f77b4", "smartvector_frozen": "#aec7e8"}

@@ -138,7 +138,8 @@ def write_seeds(root: Path, k: dict, seeds=(1, 2, 3, 4, 5), summary: dict | None
 
 def test_table_from_the_committed_results_has_a_verdict_per_claim():
     text = claims.table(REPO / "results")
-    assert text.splitlines()[0] == "| claim | ours (from results/) | test | p | verdict | rule |"
+    assert text.splitlines()[0] == ("| claim | ours (from results/) | test | p | verdict | on real facts "
+                                    "(results/facts/) | rule |")
     rows = [r for r in text.splitlines()[2:] if r.startswith("|")]
     assert len(rows) >= 14
     verdicts = ("**holds**", "**partly**", "**does not hold**", "**not measured")
@@ -178,7 +179,8 @@ def test_hand_made_files_without_queries_csv_are_not_measured(tmp_path):
     assert "large profile, seed 42 (574 test queries): 22.9% [14.9, 30.9] -> 27.1% [19.1, 35.1]" in v.figure
     row = [r for r in claims.table(tmp_path).splitlines() if r.startswith("| top-1")][0]
     cells = [c.strip() for c in row.strip("|").split(" | ")]
-    assert len(cells) == 6 and cells[3] == "-" and cells[4] == "**not measured (missing seeds/queries.csv)**"
+    assert len(cells) == 7 and cells[3] == "-" and cells[4] == "**not measured (missing seeds/queries.csv)**"
+    assert cells[5].startswith("**not measured (missing facts/metrics.json)**")
     assert cells[2].startswith("paired cluster sign-flip permutation") and "p < 0.05" in cells[2]
 
 
@@ -502,3 +504,21 @@ def test_the_handbook_prose_holds_on_the_committed_results():
     statuses = m["system_info"]["smartvector"]["statuses_at_serve_time"]
     assert statuses["DORMANT"] > sum(statuses.values()) / 2
     assert t["oracle"]["top1"] == 1.0  # exactly one chunk of a lineage is in force at any time
+
+
+def test_the_real_data_column_judges_a_run_folder(tiny_main_run, tmp_path):
+    """Claims 1-3 on a run folder at results/facts/ (here the tiny run): the seeds' rules with facts as clusters;
+    the same numbers as the run's own per-query outcomes."""
+    import shutil
+
+    out, metrics = tiny_main_run
+    shutil.copytree(out, tmp_path / "facts", ignore=shutil.ignore_patterns("dataset", ".*"))
+    top1, stale, ece_ = claims.C.real_claims(tmp_path)
+    test = metrics["systems"]
+    assert top1.verdict in ("holds", "partly", "does not hold") and top1.p_value is not None
+    assert f"plain_cosine {100 * test['plain_cosine']['test']['top1']:.1f}% -> smartvector " \
+           f"{100 * test['smartvector']['test']['top1']:.1f}%" in top1.figure
+    assert "smartvector_tuned (fitted on dev)" in top1.figure
+    assert stale.verdict in ("holds", "partly", "does not hold") and "smartvector_soft" in stale.figure
+    assert ece_.verdict in ("holds", "partly", "does not hold") and ece_.figure.startswith("ECE ")
+    assert claims.C.real_claims(tmp_path / "nothing")[0].verdict == "not measured (missing facts/metrics.json)"

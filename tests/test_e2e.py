@@ -24,7 +24,7 @@ POWER_KEYS = {"split", "reference_system", "alpha", "power", "n_queries", "n_fam
               "design_effect", "n_effective", "reference_top1", "mde_top1", "mde_top1_at_50"}
 RUN_ROW_KEYS = {"query_id", "split", "category", "family", "text", "as_of", "ranked", "scores", "confidence", "correct",
                 "stale", "rumor", "labels"}
-FOUR_SIGNAL = ("smartvector", "smartvector_soft", "kg_smartvector")  # their run files add per-hit "signals"
+FOUR_SIGNAL = ("smartvector", "smartvector_soft", "smartvector_tuned", "kg_smartvector")  # their run files add per-hit "signals"
 
 
 def _jsonl(path: Path) -> list[dict]:

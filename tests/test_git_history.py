@@ -341,3 +341,50 @@ def test_cli(repo, tmp_path):
     assert r.stdout.startswith(f"wrote {out}: 8 vectors") and "6 commits" in r.stdout
     bad = run_cli("smartvector-gen", "dataset=git_history", f"dataset.repo={tmp_path}", f"out_dir={tmp_path / 'x'}")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "not a git repository" in bad.stderr
+
+
+MARKUP_V1 = "3. Travel requests go to [the travel desk](https://old.example.gov/desk) at least ten days ahead."
+MARKUP_V2 = "1. Travel requests go to **the travel desk** (https://new.example.gov) at least ten days ahead."
+MARKUP_V3 = "1. Travel requests go to the travel desk at least fourteen days ahead."
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_markup_only_changes_keep_the_chunk(tmp_path, normalize):
+    """A link target, a URL, list numbering and emphasis changing is no new version (normalize_markup, the
+    default); a changed word is. With normalize_markup=false every edit is a version."""
+    from data_gen.git_history import walk_history
+    from data_gen.git_history.paragraphs import markup_key
+
+    assert markup_key(MARKUP_V1) == markup_key(MARKUP_V2) != markup_key(MARKUP_V3)
+    r = Repo(tmp_path / "repo")
+    for date, para in (("2024-01-01", MARKUP_V1), ("2024-02-01", MARKUP_V2), ("2024-03-01", MARKUP_V3)):
+        r.write("docs/a.md", _doc(P1, para))
+        r.commit(date)
+    h = walk_history(git_params_from_config({"repo": str(r.path), "glob": "docs/*.md",
+                                             "normalize_markup": normalize}))
+    versions = [h.chunks[i] for i in h.lineages[next(lid for lid, ix in h.lineages.items()
+                                                     if "Travel" in h.chunks[ix[0]].text)]]
+    assert [c.text for c in versions] == ([MARKUP_V1, MARKUP_V3] if normalize else [MARKUP_V1, MARKUP_V2, MARKUP_V3])
+    assert versions[0].valid_to == versions[1].valid_from  # the window closes at the real change only
+    assert len([c for c in h.chunks if c.text == P1]) == 1
+
+
+def test_fewer_queries_than_asked_is_a_warning_and_a_metrics_field(built, capsys, tmp_path):
+    """The tiny repository cannot give 5 queries of each category: the loader says so on stderr, and experiment=main
+    records it in metrics.json (dataset.query_shortfall)."""
+    from smartvector_bench.core.dataset.manifest import query_shortfall
+
+    folder, ds = built
+    short = query_shortfall(ds["manifest"])
+    assert short and all(v["written"] < v["asked"] for v in short.values())
+    assert short["current"]["asked"] == 5 and short["current"]["written"] == sum(
+        q["metadata"]["category"] == "current" for q in ds["queries"])
+    load_dataset(folder)
+    err = capsys.readouterr().err
+    assert f"{folder}: warning: fewer queries than asked (" in err and " of 5 asked" in err
+    from experiments.main import _dataset_extras
+
+    assert _dataset_extras(load_dataset(folder))["query_shortfall"] == short
+    met = dict(ds["manifest"], counts=dict(ds["manifest"]["counts"],
+                                           queries_by_category={"current": 5, "historical": 6, "recently_updated": 5}))
+    assert query_shortfall(met) == {} and query_shortfall(None) == {}

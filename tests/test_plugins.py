@@ -19,7 +19,8 @@ from smartvector_bench.systems import discovery
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
-from smartvector_bench.systems.base import AuditsConsolidation, ChecksDataset, LiveStore, ReadsLabels, Retriever
+from smartvector_bench.systems.base import (AuditsConsolidation, ChecksDataset, FitsOnDev, LiveStore, ReadsLabels,
+                                            Retriever)
 from smartvector_bench.tools.validate import check_retrievers, chosen_systems
 
 from .conftest import TINY, compose_config, run_cli, write_tiny
@@ -185,8 +186,10 @@ def test_capabilities_are_protocols():
     systems = {name: build_retriever(name, cfg[name]) for name in cfg}
     assert all(isinstance(r, Retriever) for r in systems.values())
     assert {n for n, r in systems.items() if isinstance(r, ReadsLabels)} == {"oracle"}
-    assert {n for n, r in systems.items() if isinstance(r, AuditsConsolidation)} == {"smartvector", "smartvector_soft"}
-    assert {n for n, r in systems.items() if isinstance(r, LiveStore)} == {"smartvector", "smartvector_soft"}
+    sv = {"smartvector", "smartvector_soft", "smartvector_tuned"}
+    assert {n for n, r in systems.items() if isinstance(r, AuditsConsolidation)} == sv
+    assert {n for n, r in systems.items() if isinstance(r, LiveStore)} == sv
+    assert {n for n, r in systems.items() if isinstance(r, FitsOnDev)} == {"smartvector_tuned"}
     assert {n for n, r in systems.items() if not isinstance(r, ChecksDataset)} == {"plain_cosine", "bm25"}
 
 

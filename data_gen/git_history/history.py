@@ -12,7 +12,7 @@ from pathlib import Path
 from smartvector_bench.core.errors import BenchError
 
 from .git import BlobReader, Commit, read_log, resolve_repo
-from .paragraphs import align, split_units
+from .paragraphs import align, comparison_key, split_units
 from .params import GitHistoryParams
 
 
@@ -94,7 +94,7 @@ def _walk_history(params: GitHistoryParams, progress: bool | None = None) -> His
     taken: set[str] = set()
     active: dict[str, Doc] = {}
     n_docs = 0
-    key_of = (lambda s: " ".join(s.split())) if params.normalize_whitespace else (lambda s: s)
+    key_of = comparison_key(params)
     blobs = BlobReader(repo)
     clamped, last_t = 0, None
 

@@ -118,6 +118,40 @@ def split_units(text: str, params: GitHistoryParams) -> list[Unit]:
 
 
 
+# Markup that changes no statement (normalize_markup): a link's or image's target (its text stays), link
+# reference definitions, autolinks and bare URLs, HTML tags, list markers and numbering ("4." becoming "1."),
+# emphasis and code marks.
+_MARKUP = [(re.compile(p, f), r) for p, f, r in (
+    (r"!?\[([^\]]*)\]\([^)]*\)", 0, r"\1"),          # [text](target), ![alt](src)
+    (r"!?\[([^\]]*)\]\[[^\]]*\]", 0, r"\1"),        # [text][ref]
+    (r"^ {0,3}\[[^\]]+\]:[ \t]*\S.*$", re.M, ""),   # [ref]: target "title"
+    (r"<(?:https?|mailto|ftp):[^>\s]*>", 0, ""),       # <https://...>
+    (r"(?:https?://|ftp://|www\.)[^\s)\]>]+", 0, ""),  # bare URLs
+    (r"\(\s*\)|\[\s*\]|<\s*>", 0, ""),                  # what a removed URL leaves: (), [], <>
+    (r"</?[A-Za-z][^<>]*>", 0, ""),                    # HTML tags
+    (r"^[ \t]*(?:[-*+]|\d{1,9}[.)])[ \t]+", re.M, ""),  # list markers and numbers
+    (r"\*{1,3}|(?<!\w)_{1,3}|_{1,3}(?!\w)|~~|`+", 0, ""),  # emphasis, strike-through, code marks
+)]
+
+
+def markup_key(text: str) -> str:
+    """``text`` without the markup of :data:`_MARKUP`, whitespace runs collapsed: two versions of a paragraph
+    with the same key say the same thing."""
+    for pattern, repl in _MARKUP:
+        text = pattern.sub(repl, text)
+    return " ".join(text.split())
+
+
+def comparison_key(params: GitHistoryParams):
+    """What two versions of a paragraph are compared by: :func:`markup_key` (``normalize_markup``), the text with
+    whitespace runs collapsed (``normalize_whitespace``) or the exact text."""
+    if params.normalize_markup:
+        return markup_key
+    if params.normalize_whitespace:
+        return lambda s: " ".join(s.split())
+    return lambda s: s
+
+
 _WORD = re.compile(r"[a-z0-9]+(?:['’][a-z0-9]+)*")
 
 

@@ -36,6 +36,7 @@ class GitHistoryParams:
     keep_code_blocks: bool = True
     skip_headings: bool = True
     normalize_whitespace: bool = True
+    normalize_markup: bool = True
     pair_similarity: float = 0.5
     authority: float = 1.0
     queries: QueryCounts = field(default_factory=QueryCounts)
@@ -98,7 +99,7 @@ def git_params_from_config(cfg: dict[str, Any]) -> GitHistoryParams:
     if "test_fraction" in d and not 0.0 < d["test_fraction"] < 1.0:
         raise BenchError(f"dataset.test_fraction={d['test_fraction']}: must be strictly between 0 and 1 "
                          "(each split needs documents)")
-    for key in ("keep_code_blocks", "skip_headings", "normalize_whitespace"):
+    for key in ("keep_code_blocks", "skip_headings", "normalize_whitespace", "normalize_markup"):
         if key in d and not isinstance(d[key], bool):
             raise BenchError(f"dataset.{key}={d[key]!r}: must be true or false")
     max_chars = d.get("max_chars", GitHistoryParams.max_chars)

@@ -12,7 +12,7 @@ import numpy as np
 
 from smartvector_bench.core.errors import BenchError
 
-from ..splits import assign_family_splits
+from ..splits import assign_family_splits, shuffle_and_number
 from .history import Chunk, History
 from .paragraphs import tokens
 from .params import _SECONDS_PER_DAY, CATEGORIES, GitHistoryParams
@@ -147,9 +147,4 @@ def make_queries(history: History, params: GitHistoryParams) -> list[Query]:
     else:
         for q in queries:
             q.split = "test"
-    order = np.random.default_rng([params.seed, 4]).permutation(len(queries)).tolist()
-    queries = [queries[k] for k in order]
-    width = max(4, len(str(len(queries))))
-    for n, q in enumerate(queries, 1):
-        q.id = f"q{n:0{width}d}"
-    return queries
+    return shuffle_and_number(queries, params.seed)

@@ -9,6 +9,7 @@ file and the key; a missing one is None, which the rules turn into "not measured
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -55,6 +56,32 @@ def main_claims(results: Path) -> list[Row]:
          V.stale_rate_falls(df, summary)),
         (f"calibration error (ECE) falls ({pc[M.ECE]:.3f} -> {sv[M.ECE]:.3f})", V.ece_falls(df, summary)),
     ]
+
+
+def run_queries(results: Path, folder: str) -> pd.DataFrame | None:
+    """A main run folder's per-query outcomes (its ``run_<system>.jsonl``) in queries.csv's shape: one job, the
+    dataset's seed; None when its metrics.json is missing."""
+    mm = result(results, folder, MainMetrics)
+    if mm is None:
+        return None
+    rows = []
+    for system in mm.systems:
+        path = Path(results) / folder / f"run_{system}.jsonl"
+        if not path.is_file():
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+            q = json.loads(line)
+            rows.append({"job": 0, "dataset_seed": mm.dataset.get("seed") or 0, "system": system,
+                         "query_id": q["query_id"], "split": q["split"], "family": q.get("family"),
+                         "confidence": q.get("confidence"),
+                         **{f: None if q.get(f) is None else int(bool(q[f])) for f in ("correct", "stale", "rumor")}})
+    return pd.DataFrame(rows) if rows else None
+
+
+def real_claims(results: Path) -> list[V.Verdict]:
+    """Claims 1-3 judged on the real facts' run (results/facts/), aligned with :func:`main_claims`."""
+    df = run_queries(results, "facts")
+    return [V.real_top1(df), V.real_stale(df), V.real_ece(df)]
 
 
 def sweep_claims(results: Path) -> list[Row]:

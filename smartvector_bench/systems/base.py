@@ -79,6 +79,26 @@ class RanksByKey(Protocol):
 
 
 @runtime_checkable
+class FitsOnDev(Protocol):
+    """Optional: a system whose settings are fitted on the dev split of the dataset it is judged on. It never
+    sees a label: the harness (``experiments/tuning.py``) builds each candidate, indexes it when asked, judges it
+    on the dev queries, keeps the best of each stage and hands the winner back; then the system is indexed and
+    searched as any other. Its test figures are the result."""
+
+    def stages(self) -> list[dict[str, list]]:
+        """Grids of dotted settings, fitted one stage after the other (each over the best settings so far)."""
+        ...
+
+    def candidate(self, params: dict) -> tuple[Retriever, bool]:
+        """The system with ``params`` set, and whether the harness must ``index`` it (False: already indexed)."""
+        ...
+
+    def adopt(self, params: dict, report: dict) -> None:
+        """Become the candidate with ``params``; ``report`` (how it was chosen) goes into ``describe()``."""
+        ...
+
+
+@runtime_checkable
 class ReadsLabels(Protocol):
     """Optional, for ceilings only: a system that reads the ground-truth labels. The harness refuses a dataset
     without ``labels/`` before anything is embedded, calls ``index_labels`` after ``index`` and passes

@@ -28,13 +28,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from smartvector_bench.core import CONF_DIR
+from smartvector_bench.core.report import SYSTEM_ORDER
 
 GROUP = "retriever"
 ALL = "all"
 # The main table's order (README, docs/systems.md); a system not listed here follows them, by name.
-TABLE_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector",
-               "smartvector_soft", "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector",
-               "metadata_filter", "oracle")
+TABLE_ORDER = SYSTEM_ORDER
 
 
 def ordered(names: Iterable[str]) -> list[str]:

@@ -12,7 +12,7 @@ from smartvector_bench.core.errors import BenchError
 from .columns import Dataset, LABEL_FILES, SPLITS
 from .corpus import load_corpus
 from .labels import load_labels
-from .manifest import check_manifest, DATA_FILES, dataset_sha256
+from .manifest import check_manifest, DATA_FILES, dataset_sha256, query_shortfall, shortfall_text
 from .queries import ignored_labels_note, load_qrels, load_queries, SplitSettings
 from .read import decode_utf8, path_kind, read_bytes, show
 
@@ -77,6 +77,9 @@ def load_dataset(path: str | Path, split: SplitSettings | None = None) -> Datase
     if manifest is None:
         notes.append(f"{root}: note: no manifest.json, so the folder loads unchecked (no recorded sha256 or schema "
                      "version to check its files against; smartvector-gen writes one)")
+    if short := query_shortfall(manifest):
+        notes.append(f"{root}: warning: fewer queries than asked ({shortfall_text(short)}; manifest.json counts): "
+                     "the per-category figures rest on fewer queries")
     if ignored:
         notes.append(ignored_labels_note(root / "queries.jsonl", ignored, "labels/queries.jsonl" in raw))
     # stderr, not logging or warnings: every entry point then shows them the same way, and stdout stays the

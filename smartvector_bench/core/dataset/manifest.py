@@ -227,3 +227,22 @@ def check_manifest(root: Path, raw: dict[str, bytes]) -> tuple[dict | None, int 
         raise BenchProblems(f"{root / 'manifest.json'}: {len(problems)} problems, each with its fix:",
                             [p.text(root) for p in problems])
     return manifest, seed
+
+
+def query_shortfall(manifest: dict | None) -> dict[str, dict[str, int]]:
+    """Each query category the generator wrote fewer queries of than asked, ``{category: {asked, written}}``, from
+    a manifest's ``counts.queries_requested`` and ``counts.queries_by_category`` ({} when they are absent or met:
+    the pools of a git history can be smaller than the counts asked)."""
+    counts = (manifest or {}).get("counts") if isinstance(manifest, dict) else None
+    asked = (counts or {}).get("queries_requested")
+    written = (counts or {}).get("queries_by_category") or {}
+    if not isinstance(asked, dict) or not isinstance(written, dict):
+        return {}
+    return {c: {"asked": int(n), "written": int(written.get(c, 0))} for c, n in sorted(asked.items())
+            if isinstance(n, int) and not isinstance(n, bool) and isinstance(written.get(c, 0), int)
+            and written.get(c, 0) < n}
+
+
+def shortfall_text(short: dict[str, dict[str, int]]) -> str:
+    """``short`` (:func:`query_shortfall`) in words: "historical 108 of 150 asked, ..."."""
+    return ", ".join(f"{c} {v['written']} of {v['asked']} asked" for c, v in short.items())

@@ -28,6 +28,7 @@ from smartvector_bench.core.verdicts.pooled import (  # noqa: F401
 from smartvector_bench.core.verdicts.main_table import (  # noqa: F401
     ECE_RULE, STALE_RULE, TOP1_RULE, ece_falls, stale_rate_falls, top1_doubles,
 )
+from smartvector_bench.core.verdicts.real_data import real_ece, real_stale, real_top1  # noqa: F401
 from smartvector_bench.core.verdicts.sweeps import (  # noqa: F401
     CONFIDENCE_RULE, ROBUST_RULE, TEMPORAL_RULE, confidence_removal_raises, robust_across_contradiction,
     temporal_largest,

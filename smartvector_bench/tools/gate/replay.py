@@ -54,9 +54,14 @@ def _same_text(label: str, name: str, fresh: str, stored: Path, how: str) -> Row
 
 
 def _source_missing(ds_cfg: dict) -> str | None:
-    """Why the dataset cannot be rebuilt on this machine (a git history's repository or a dataset.path absent)."""
-    for key in ("repo", "path"):
-        where = ds_cfg.get(key) if (key == "path" or ds_cfg.get("name") == "git_history") else None
+    """Why the dataset cannot be rebuilt on this machine (a git history's repository, a facts corpus's, or a
+    dataset.path absent)."""
+    places = [("path", ds_cfg.get("path"))]
+    if ds_cfg.get("name") == "git_history":
+        places.append(("repo", ds_cfg.get("repo")))
+    if ds_cfg.get("name") == "facts" and isinstance(ds_cfg.get("corpora"), dict):
+        places += [(f"corpora.{n}.repo", c.get("repo")) for n, c in ds_cfg["corpora"].items() if isinstance(c, dict)]
+    for key, where in places:
         if isinstance(where, str) and where and not Path(where).exists() and not (REPO / where).exists():
             return f"dataset.{key}={where} not found"
     return None
@@ -82,7 +87,7 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
         missing = _source_missing(doc["provenance"]["config"].get("dataset") or {})
         if missing:
             return [Row(f"{label}: replay", "the committed run files evaluated", "not replayed here", how, True,
-                        f"{missing} (the handbook's bundle: ../shared/corpora/); its files' hashes are checked")]
+                        f"{missing} (the bundles in ../shared/corpora/); its files' hashes are checked")]
         ds, source = stored_queries.dataset_of(folder, doc, tmp)
         q, corpus = ds.queries, ds.corpus
         runs, lines = {}, {}
