@@ -49,7 +49,9 @@ def facts_categories(results: Path) -> str:
 
 
 def _text(t: str) -> str:
-    t = " ".join(t.split()).replace("|", "\\|")
+    """A chunk's text on one line, cut, with no Markdown link or table syntax left live (the page's own
+    links point into the handbook's site, not into this repository)."""
+    t = " ".join(t.split()).replace("|", "\\|").replace("](", "]\\(")
     return t if len(t) <= TEXT_CHARS else t[:TEXT_CHARS] + " ..."
 
 

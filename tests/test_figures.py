@@ -61,7 +61,7 @@ AUDIT_RULES = (("valid_cosine", "baseline"), ("has_digit", "surface"), ("positio
 COMMITTED = REPO / "results"
 # The JSON inputs are the committed result files (complete, so their result classes validate them), copied and,
 # where a test needs it, mutated; the CSV inputs (no result class) are hand-made below.
-JSON_INPUTS = ("main/metrics.json", "main_large/metrics.json", "reembed_cost/reembed_cost.json",
+JSON_INPUTS = ("main/metrics.json", "main_large/metrics.json", "facts/metrics.json", "reembed_cost/reembed_cost.json",
                "lvl_eval/lvl_eval.json")
 
 
@@ -181,7 +181,7 @@ def build_results(root: Path) -> Path:
     return root
 
 
-INPUTS = {"fig_main": "main/metrics.json", "fig_main_large": "main_large/metrics.json",
+INPUTS = {"fig_main": "main/metrics.json", "fig_main_large": "main_large/metrics.json", "fig_facts": "facts/metrics.json",
           "fig_shortcut_audit": "shortcut_audit/shortcut_audit.csv", "fig_reliability": "main/metrics.json",
           "fig_leakage": "main/metrics.json",
           "fig_reembed_cost": "reembed_cost/reembed_cost.json", "fig_feedback_loop": "feedback_loop/feedback_loop.csv",
@@ -208,6 +208,7 @@ def _drop_column(path: Path, column: str) -> None:
 MALFORMED = {
     "fig_main": ("key", "systems.smartvector.test.top1_ci", "top1_ci"),
     "fig_main_large": ("key", "systems.valid_cosine.test.stale_rate_ci", "stale_rate_ci"),
+    "fig_facts": ("key", "systems.smartvector_tuned.test.top1_ci", "top1_ci"),
     "fig_shortcut_audit": ("column", "test_top1", "test_top1"),
     "fig_reliability": ("key", "systems.oracle.test.ece_bins.counts", "ece_bins.counts"),
     "fig_leakage": ("key", "systems.valid_cosine.test.leakage_at_10", "leakage_at_10"),

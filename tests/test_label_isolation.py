@@ -19,11 +19,12 @@ import pytest
 from experiments.main import run as run_main
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import ReadsLabels
+from smartvector_bench.systems.base import FitsOnDev, ReadsLabels
 
 from .conftest import compose_config, write_tiny
 
 LABEL_READERS = {"oracle"}
+DEV_FITTED = {"smartvector_tuned"}  # FitsOnDev: its settings come from the dev judgments, never the test ones
 
 
 def _scramble(src: Path, dst: Path, seed: int = 7) -> None:
@@ -75,11 +76,51 @@ def test_rankings_do_not_depend_on_labels(tmp_path):
     first = {}
     for name in configured(cfg):
         first.setdefault(cfg[name]["_target_"], name)
-    systems = [s for s in first.values() if s not in LABEL_READERS]
+    systems = [s for s in first.values() if s not in LABEL_READERS | DEV_FITTED]
     a = _runs(original, tmp_path / "run_a", systems)
     b = _runs(scrambled, tmp_path / "run_b", systems)
     for name in systems:
         assert a[name] == b[name], f"{name}: its rankings changed when only the labels changed"
+
+
+def _scramble_test_split(src: Path, dst: Path, seed: int = 7) -> None:
+    """Only the test queries' judgments scrambled: their label rows shuffled among them, qrels/test.tsv random."""
+    shutil.copytree(src, dst)
+    rng = random.Random(seed)
+    (dst / "manifest.json").unlink()
+    split = {json.loads(x)["_id"]: json.loads(x)["metadata"]["split"]
+             for x in (dst / "queries.jsonl").read_text().splitlines()}
+    rows = [json.loads(x) for x in (dst / "labels" / "queries.jsonl").read_text().splitlines()]
+    test = [i for i, r in enumerate(rows) if split[r["_id"]] == "test"]
+    fields = [{k: v for k, v in rows[i].items() if k != "_id"} for i in test]
+    rng.shuffle(fields)
+    for i, f in zip(test, fields):
+        rows[i] = {"_id": rows[i]["_id"], **f}
+    (dst / "labels" / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    ids = [json.loads(x)["_id"] for x in (dst / "corpus.jsonl").read_text().splitlines()]
+    path = dst / "qrels" / "test.tsv"
+    lines = path.read_text().splitlines()
+    qids = sorted({ln.split("\t")[0] for ln in lines[1:]})
+    path.write_text("\n".join([lines[0]] + [f"{q}\t{rng.choice(ids)}\t1" for q in qids]) + "\n")
+
+
+@pytest.mark.slow
+def test_a_dev_fitted_system_does_not_see_the_test_labels(tmp_path):
+    """smartvector_tuned is fitted on the dev judgments (by the harness, experiments/tuning.py): scrambling the
+    test split's labels and qrels leaves every one of its rankings as it was; scrambling them all does not (it
+    is fitted on labels, so the test above leaves it out)."""
+    original = write_tiny(tmp_path / "ds")
+    _scramble_test_split(original, tmp_path / "test_scrambled")
+    _scramble(original, tmp_path / "all_scrambled")
+    cfg = compose_config()["retrievers"]
+    assert {n for n in configured(cfg) if isinstance(build_retriever(n, dict(cfg[n])), FitsOnDev)} == DEV_FITTED
+    systems = sorted(DEV_FITTED)
+    a = _runs(original, tmp_path / "run_a", systems)
+    b = _runs(tmp_path / "test_scrambled", tmp_path / "run_b", systems)
+    c = _runs(tmp_path / "all_scrambled", tmp_path / "run_c", systems)
+    for name in systems:
+        assert a[name] == b[name], f"{name}: its rankings changed when only the test labels changed"
+        assert a[name] != c[name], f"{name}: the dev labels changed and its fit did not: the test checks nothing"
 
 
 @pytest.mark.slow

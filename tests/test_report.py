@@ -127,7 +127,7 @@ def test_figures_are_data_uris_and_nothing_points_outside(results_page, main_pag
 
 def test_results_page_has_every_run_sweep_and_the_claims(results_page):
     runs = [s.attrs["data-run"] for s in results_page.find("section", cls="run")]
-    assert runs == ["main", "main_large", "handbook"]
+    assert runs == ["main", "main_large", "facts", "handbook"]
     sweeps = sorted(s.attrs["data-sweep"] for s in results_page.find("section", cls="sweep"))
     assert sweeps == ["ablation", "contradiction_sweep", "half_life", "seeds", "tune"]
     rows = results_page.one("section", id="claims").one("table", cls="claims-table").find("tr", data_outcome=True)

@@ -15,7 +15,7 @@ from smartvector_bench.core.results import RUN_COLUMNS, SOURCE, load
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 SWEEPS = ("ablation", "contradiction_sweep", "half_life", "seeds", "tune")
-RUNS = ("main", "main_large", "handbook")
+RUNS = ("main", "main_large", "facts", "handbook")
 
 
 def test_a_run_folder_is_one_row_per_system_and_split_with_intervals():

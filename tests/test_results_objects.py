@@ -14,7 +14,8 @@ from smartvector_bench.core.results import (KINDS, FeedbackLoop, LvlEval, MainMe
                                             SweepSummary)
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
-COMMITTED = {"main": MainMetrics, "main_large": MainMetrics, "handbook": MainMetrics, "reembed_cost": ReembedCost,
+COMMITTED = {"main": MainMetrics, "main_large": MainMetrics, "handbook": MainMetrics, "facts": MainMetrics,
+             "reembed_cost": ReembedCost,
              "feedback_loop": FeedbackLoop, "lvl_eval": LvlEval, "seeds": SweepSummary, "ablation": SweepSummary,
              "contradiction_sweep": SweepSummary, "half_life": SweepSummary, "tune": SweepSummary}
 
@@ -39,7 +40,7 @@ def test_every_result_file_of_these_kinds_is_covered():
 
 
 def test_metrics_json_splits_hold_the_declared_metric_names():
-    for folder in ("main", "main_large", "handbook"):
+    for folder in ("main", "main_large", "handbook", "facts"):
         m = MainMetrics.load(RESULTS / folder)
         for system, per in m.systems.items():
             for split in per:

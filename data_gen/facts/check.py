@@ -100,7 +100,8 @@ def _show(f, history: History, stated, queries) -> None:
         for cid, grade in q.relevant:
             print(f"    relevant g{grade}: {by_id[cid].path}: {' '.join(by_id[cid].text.split())[:140]}")
         for cid in q.stale:
-            print(f"    stale: {by_id[cid].path} ({day(by_id[cid].valid_from)}): {' '.join(by_id[cid].text.split())[:120]}")
+            c = by_id[cid]
+            print(f"    stale: {c.path} ({day(c.valid_from)}): {' '.join(c.text.split())[:120]}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,7 +77,8 @@ def facts_params_from_config(cfg: dict[str, Any]) -> FactsParams:
         if not isinstance(repo, str) or not repo.strip():
             raise BenchError(f"{where}.repo={repo!r}: must be the path of a git repository or bundle")
         facts = [facts] if isinstance(facts, str) else facts
-        if not isinstance(facts, (list, tuple)) or not facts or not all(isinstance(x, str) and x.strip() for x in facts):
+        if not isinstance(facts, (list, tuple)) or not facts or \
+                not all(isinstance(x, str) and x.strip() for x in facts):
             raise BenchError(f"{where}.facts={facts!r}: must name a fact file (data_gen/facts/<name>.yaml) or a path, "
                              "or list several")
         try:
