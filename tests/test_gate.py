@@ -309,3 +309,19 @@ def test_a_dataset_that_cannot_be_rebuilt_here_is_not_replayed_and_says_why(root
     rows = replay_main("main", root / "main", True, "x")
     assert len(rows) == 1 and rows[0].ok and rows[0].got == "not replayed here"
     assert "dataset.repo=../nowhere.bundle not found" in rows[0].note
+
+
+def test_a_configured_system_that_did_not_run_is_not_a_config_change():
+    """Every conf/retriever/*.yaml is in every run's config; a sweep job runs a few systems. Adding a retriever
+    yaml leaves the stored jobs' compared keys as they were; changing a system that ran does not."""
+    from smartvector_bench.tools.gate.cli import ran_config
+
+    def run(retrievers: dict, systems=("smartvector",)) -> dict:
+        return {"systems": dict.fromkeys(systems, {}),
+                "provenance": {"config": {"print_table": False, "retrievers": retrievers, "dataset": {"seed": 1}}}}
+
+    base = {"smartvector": {"_target_": "a.B", "k": 1}}
+    added = {**base, "smartvector_tuned": {"_target_": "a.T"}}
+    assert ran_config(run(base)) == ran_config(run(added)) == {"retrievers": base, "dataset": {"seed": 1}}
+    assert ran_config(run({"smartvector": {"_target_": "a.B", "k": 2}})) != ran_config(run(base))
+    assert "smartvector_tuned" in ran_config(run(added, ("smartvector", "smartvector_tuned")))["retrievers"]

@@ -55,6 +55,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
+def ran_config(metrics: dict) -> dict:
+    """The result keys of a run's config (``result_config``) without the sections of the retrievers it did not
+    run: a system configured (every conf/retriever/*.yaml is) but not chosen changes nothing the run publishes,
+    so adding one does not make every stored sweep job a regression. A system that ran is compared whole."""
+    cfg = result_config(metrics["provenance"]["config"])
+    ran = set(metrics.get("systems") or {})
+    if isinstance(cfg.get("retrievers"), dict):
+        cfg["retrievers"] = {name: v for name, v in cfg["retrievers"].items() if name in ran}
+    return cfg
+
+
 def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
     """A main-kind run folder against the committed one: the dataset, the config (its result keys) and every
     run file's ranked lists."""
@@ -64,7 +75,7 @@ def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
         return [Row(f"{label}: metrics.json", "readable", "ERROR", "-", False, str(exc))]
     exact, why = exact_host(a["provenance"], b["provenance"])
     sha_a, sha_b = a["dataset"]["sha256"], b["dataset"]["sha256"]
-    ca, cb = (leaves(result_config(d["provenance"]["config"])) for d in (a, b))
+    ca, cb = (leaves(ran_config(d)) for d in (a, b))
     misses = [f"{k}: {cb.get(k, 'MISSING')!r}, committed {ca.get(k, 'MISSING')!r}" for k in sorted(set(ca) | set(cb))
               if ca.get(k, "MISSING") != cb.get(k, "MISSING")]
     return [Row(f"{label}: dataset sha256", sha_a[:12], sha_b[:12], "exact", sha_a == sha_b,
