@@ -1,32 +1,33 @@
-"""The seeded versioned-policy generator (benchmark v2).
+"""The seeded versioned-policy generator (benchmark v3).
 
 A *family* is one (topic, scope) pair of the catalog (``data_gen.catalog``): one fact, say the annual
 leave allowance of warehouse staff, whose value changes over time. For each family drawn:
 
 - a **policy document** with several versions (each a new effective date and value), its four sections
-  (scope, fact, procedure, contacts) in an order of the family's own, every section carrying numbers;
+  (scope, fact, procedure, contacts) in an order of the family's own; a revision rewords each other section
+  with probability ``section_edit_rate`` (new wording, contacts and numbers), as real revisions do;
 - for ``runbook_fraction`` of the families a **runbook** (technical doc or wiki) whose configuration step
-  applies the value, revised after each policy version. A *lagging* runbook (``lagging_source_rate``) gets
-  its last revision without the new value: an authoritative source, window open, stating the old value;
-- ``chatter_per_family`` **messages** (slack, email, meeting notes): injected rumours stating a wrong value
-  (``contradiction_rate``), confirmations of the value in force when written (which can go out of date),
-  notes that state no value, and, for ``early_announcement_rate`` of the families, an HR email that
-  announces the latest change before the policy document is revised (the revision is not yet published
-  when the queries are asked, so the old policy version is still open and only the email is right).
+  applies the value, revised after each policy version. A *lagging* runbook gets its last revision without the
+  new value: an authoritative source, window open, stating the old value;
+- **messages** (slack, email, meeting notes; :mod:`data_gen.chatter`): injected rumours stating a wrong value,
+  confirmations of the value in force when written (which can go out of date), notes that state no value,
+  and an announcement of the latest change before the policy document is revised (the revision is not yet
+  published when the queries are asked, so the old policy version is still open and only the message is right).
+
+Which families get which scenario is a factorial design (:mod:`data_gen.scenarios`): versions, lagging
+source, early announcement, recent change, rumours, confirmations and notes are drawn independently, each at
+its own rate. Every chunk's length and digit count are drawn from one distribution whatever its role
+(:mod:`data_gen.layout`), and message wording is drawn independently of whether the message is right
+(:mod:`data_gen.catalog.messages`).
 
 Dependency edges join answer and non-answer chunks alike: runbook step -> policy fact, runbook prerequisite
 -> policy scope, verification -> step, procedure -> contacts, cross-policy references (scope -> another
 family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
 kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.labels`.
 
-Randomness comes from named sub-streams of the seed (``seeded_rng(seed, purpose, family)``), so changing one knob
-(say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents, families and
-queries (per family and per category kind) depend on the config only; which messages confirm and which are
-notes is drawn per message (``confirmation_rate``), and so are the categories a query's judgments imply.
-
-Why this module is long: a family is one story told in order (time line, policy, runbook,
-messages, cross references, queries); the splits live in ``data_gen.splits``, the seeded streams and ids in
-``data_gen.common`` and the text in the catalog.
+Randomness comes from named sub-streams of the seed (``seeded_rng(seed, purpose, family)``), so changing one
+knob (say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents,
+families and queries depend on the config only.
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ from smartvector_bench.core.labels import Judgment, Timeline, judge_at
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
-from .catalog.messages import (ANNOUNCEMENT_TEMPLATES, CONFIRMATION_TEMPLATES, MESSAGE_MAX, NOTE_TEMPLATES,
-                               PEOPLE, RUMOR_TEMPLATES)
+from .chatter import add_messages, certainty_levels
 from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
+from .layout import draw_furniture, fit
 from .params import GeneratorParams
+from .scenarios import FamilyPlan, plan_families
 
 from .splits import CATEGORY_ORDER, assign_family_splits  # noqa: F401  (CATEGORY_ORDER re-exported)
 POLICY_SECTIONS = ("scope", "fact", "procedure", "contacts")
@@ -92,17 +94,6 @@ class QueryRecord:
 
 
 @dataclass
-class FamilyPlan:
-    spec: FamilySpec
-    n_versions: int  # published policy versions
-    has_runbook: bool
-    n_rumors: int
-    recent: bool  # the latest change took effect within recent_days of now
-    announced: bool  # the latest change is announced by email and not yet in the policy document
-    lagging: bool  # the runbook's last revision kept the old value
-
-
-@dataclass
 class Family:
     """What one family contributes, plus the handles queries need."""
 
@@ -112,6 +103,15 @@ class Family:
     scope_ids: list[str] = field(default_factory=list)  # policy scope chunk per version
     contacts_ids: list[str] = field(default_factory=list)
     contacts_created: list[float] = field(default_factory=list)
+
+
+@dataclass
+class SectionState:
+    """A section's wording between revisions: template index, number fillers and furniture draws."""
+
+    template: int
+    fill: dict[str, str]
+    furniture: dict
 
 
 def _weighted(rng: np.random.Generator, weights: dict[str, float]) -> str:
@@ -125,6 +125,7 @@ class Generator:
         self.p = params
         self.start = parse_iso(params.start)
         self._ids = OpaqueIds(seeded_rng(params.seed, "ids"))
+        self.levels: dict | None = None  # message certainty levels, balanced over the dataset (generate())
 
     # -- helpers ---------------------------------------------------------------------------------------------
     def iso(self, offset_days: float) -> str:
@@ -137,8 +138,11 @@ class Generator:
     def new_id(self, prefix: str) -> str:
         return self._ids.new(prefix)
 
-    def _fillers(self, rng: np.random.Generator) -> dict[str, str]:
-        return draw_fillers(rng)
+    def furniture(self, rng: np.random.Generator, pool: str) -> dict:
+        return draw_furniture(rng, pool, self.p.section_chars, self.p.section_digits)
+
+    def fit(self, core: str, furniture: dict) -> str:
+        return fit(core, furniture, self.p.chunk_chars)
 
     # -- time line -------------------------------------------------------------------------------------------
     def _change_dates(self, fam: FamilySpec, n: int, recent: bool) -> np.ndarray:
@@ -163,68 +167,76 @@ class Generator:
     def _document(self, fam: Family, *, doc_id: str, title: str, sections: list[tuple[str, str, int | None]],
                   doc_type: str, version: int, source: str, created: float, valid_from: float, valid_to: float,
                   prev_ids: list[str], depends: dict[str, list[str]] | None = None) -> dict[str, str]:
-        """Chunk one document version; ``sections`` are (name, text, value); returns {section name: chunk id}."""
-        text = "\n".join(t for _, t, _ in sections)
-        chunks = chunk_sentences(text, self.p.chunk_chars)
-        if len(chunks) != len(sections):
-            raise BenchError(f"family {fam.plan.spec.key!r}: a {doc_type} version made {len(chunks)} chunks, expected "
-                             f"{len(sections)} (one per section); dataset.chunk_chars={self.p.chunk_chars} does not "
-                             f"fit the catalog's 101..199-character sections")
+        """Chunk one document version, one chunk per section (chunked on its own, so sections never merge);
+        ``sections`` are (name, text, value); returns {section name: chunk id}."""
         ids: dict[str, str] = {}
-        for c, (name, _, value) in zip(chunks, sections):
+        offset = 0
+        for name, text, value in sections:
+            parts = chunk_sentences(text, self.p.chunk_chars)
+            if len(parts) != 1:
+                raise BenchError(f"family {fam.plan.spec.key!r}: a {doc_type} section made {len(parts)} chunks, "
+                                 f"expected 1; dataset.chunk_chars={self.p.chunk_chars} does not fit "
+                                 f"dataset.section_chars={list(self.p.section_chars)}")
+            c = parts[0]
             cid = self.new_id("c")
             ids[name] = cid
             fam.chunks.append(ChunkRecord(
                 id=cid, title=title, text=c.text, doc_id=doc_id, version=version, source=source,
                 authority=self.p.authority[source], created_at=created, valid_from=valid_from, valid_to=valid_to,
-                depends_on=list((depends or {}).get(name, [])), supersedes=None, offset_start=c.start,
-                offset_end=c.end, family=fam.plan.spec.key, doc_type=doc_type, kind=KIND_OF.get(name, name),
+                depends_on=list((depends or {}).get(name, [])), supersedes=None, offset_start=offset + c.start,
+                offset_end=offset + c.end, family=fam.plan.spec.key, doc_type=doc_type, kind=KIND_OF.get(name, name),
                 value=value))
+            offset += len(text) + 1  # sections are joined by a newline
         if prev_ids:
-            by_id = {c.id: c for c in fam.chunks[-len(chunks):]}
+            by_id = {c.id: c for c in fam.chunks[-len(sections):]}
             for (name, _, _), old in zip(sections, prev_ids):
                 by_id[ids[name]].supersedes = old
         return ids
+
+    def _revise(self, states: dict[str, SectionState], names: list[str], pools: dict[str, int], rng, frng,
+                reword: dict[str, float], pool: str) -> None:
+        """One revision's edits: each section is reworded (a new template, numbers and furniture) with its
+        probability. Every draw is made for every section, so the rates decide only what is used."""
+        for s in names:
+            u, shift = rng.random(), int(rng.integers(1, 10 ** 6))
+            fill, furniture = draw_fillers(rng), self.furniture(frng, pool)
+            if u < reword[s] and pools[s] > 1:
+                old = states[s].template
+                states[s] = SectionState((old + 1 + shift % (pools[s] - 1)) % pools[s], fill, furniture)
 
     def family(self, plan: FamilyPlan) -> Family:
         p, spec, topic = self.p, plan.spec, plan.spec.topic
         j = spec.index
         rng_val = seeded_rng(p.seed, "values", spec.key)
         rng_text = seeded_rng(p.seed, "wording", spec.key)
+        rng_furn = seeded_rng(p.seed, "furniture", spec.key)
         rng_src = seeded_rng(p.seed, "sources", spec.key)
         rng_time = seeded_rng(p.seed, "publish", spec.key)
         rng_layout = seeded_rng(p.seed, "layout", spec.key)
-        fill = self._fillers(seeded_rng(p.seed, "fillers", spec.key))
+        fill = draw_fillers(seeded_rng(p.seed, "fillers", spec.key))
 
         n_true = plan.n_versions + int(plan.announced)
         dates = self._change_dates(spec, n_true, plan.recent)
         values = [int(v) for v in rng_val.choice(topic.values, size=n_true, replace=False)]
         fam = Family(plan, Timeline(np.asarray(dates, dtype=np.float64), np.asarray(values, dtype=np.float64)))
 
-        def render(section: str, template: int, value: int | None, date: float) -> str:
-            pool = getattr(topic, section)
-            kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
-                  "date": self.human_date(date)}
-            if value is not None:
-                kw["v"] = topic.render(value)
-            return pool[template % len(pool)].format(**kw)
-
-        # Policy document: the family's own templates and section order, fixed across versions.
+        # Policy document: the family's own section order; wording carried from version to version.
         policy_source = _weighted(rng_src, p.policy_sources)
         layout = [POLICY_SECTIONS[i] for i in rng_layout.permutation(len(POLICY_SECTIONS))]
-        fact_tpl = j
+        pools = {s: len(getattr(topic, s)) for s in layout}
+        states = {s: SectionState(j, dict(fill), self.furniture(rng_furn, "document")) for s in layout}
+        reword = {s: p.fact_reword_prob if s == "fact" else p.section_edit_rate for s in layout}
         policy_doc = self.new_id("d")
         prev: list[str] = []
         fact_ids: list[str] = []
         for k in range(plan.n_versions):
-            if k > 0 and rng_text.random() < p.fact_reword_prob:
-                fact_tpl = j + 1 if fact_tpl == j else j
+            if k > 0:
+                self._revise(states, layout, pools, rng_text, rng_furn, reword, "document")
             valid_from = dates[k]
-            open_end = k + 1 == plan.n_versions
-            valid_to = np.inf if open_end else dates[k + 1]
+            valid_to = np.inf if k + 1 == plan.n_versions else dates[k + 1]
             lead = float(rng_time.integers(p.publish_lead_days[0], p.publish_lead_days[1] + 1))
             created = max(0.0, valid_from - lead)
-            sections = [(s, render(s, fact_tpl if s == "fact" else j, values[k] if s == "fact" else None, valid_from),
+            sections = [(s, self._render(fam, s, states[s], values[k] if s == "fact" else None, created, valid_from),
                          values[k] if s == "fact" else None) for s in layout]
             ids = self._document(fam, doc_id=policy_doc, title=spec.title, sections=sections, doc_type="policy",
                                  version=k + 1, source=policy_source, created=created, valid_from=valid_from,
@@ -239,15 +251,31 @@ class Generator:
 
         if plan.has_runbook:
             self._runbook(fam, dates, values, fact_ids, fill, rng_src, rng_time, rng_layout)
-        self._messages(fam, dates, values, fill)
+        add_messages(self, fam, dates, values, self.levels)
         return fam
+
+    def _render(self, fam: Family, section: str, state: SectionState, value: int | None, published: float,
+                effective: float) -> str:
+        """A section's text: its template with the state's numbers, then its furniture (data_gen.layout)."""
+        spec, topic = fam.plan.spec, fam.plan.spec.topic
+        pool = getattr(topic, section)
+        kw = {**state.fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
+              "published": self.human_date(published), "effective": self.human_date(effective)}
+        if value is not None:
+            kw["v"] = topic.render(value)
+        return self.fit(pool[state.template % len(pool)].format(**kw), state.furniture)
 
     def _runbook(self, fam: Family, dates: np.ndarray, values: list[int], fact_ids: list[str], fill: dict,
                  rng_src: np.random.Generator, rng_time: np.random.Generator, rng_layout: np.random.Generator) -> None:
         p, plan, spec, topic = self.p, fam.plan, fam.plan.spec, fam.plan.spec.topic
         j = spec.index
+        rng_text = seeded_rng(p.seed, "runbook wording", spec.key)
+        rng_furn = seeded_rng(p.seed, "runbook furniture", spec.key)
         source = _weighted(rng_src, p.runbook_sources)
         layout = [RUNBOOK_SECTIONS[i] for i in rng_layout.permutation(len(RUNBOOK_SECTIONS))]
+        pools = {s: len(getattr(topic, s)) for s in layout}
+        states = {s: SectionState(j, dict(fill), self.furniture(rng_furn, "document")) for s in layout}
+        reword = {s: p.fact_reword_prob if s == "runbook_step" else p.section_edit_rate for s in layout}
         doc_id = self.new_id("d")
         n = plan.n_versions
         revs = []
@@ -257,15 +285,12 @@ class Generator:
             revs.append(min(dates[k] + lag, max(dates[k], limit)))
         prev: list[str] = []
         for k, rev in enumerate(revs):
+            if k > 0:  # every revision edits alike, lagging or not: the edit itself says nothing of the value
+                self._revise(states, layout, pools, rng_text, rng_furn, reword, "document")
             lagging = plan.lagging and k + 1 == n and n >= 2
             value = values[k - 1] if lagging else values[k]
-            tpl = {s: j + (1 if lagging and s != "runbook_step" else 0) for s in layout}  # the edit touched other text
-            kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
-                  "date": self.human_date(rev), "v": topic.render(value)}
-            sections = []
-            for s in layout:
-                pool = getattr(topic, s)
-                sections.append((s, pool[tpl[s] % len(pool)].format(**kw), value if s == "runbook_step" else None))
+            sections = [(s, self._render(fam, s, states[s], value if s == "runbook_step" else None, rev, rev),
+                         value if s == "runbook_step" else None) for s in layout]
             # The step applies the policy fact in force; the prerequisite points to the policy's scope section;
             # the verification checks the step (a two-hop chain).
             ids = self._document(fam, doc_id=doc_id, title=topic.runbook_title + f": {spec.scope.title}",
@@ -275,73 +300,6 @@ class Generator:
             by_id = {c.id: c for c in fam.chunks}
             by_id[ids["runbook_verify"]].depends_on.append(ids["runbook_step"])
             prev = [ids[s] for s in layout]
-
-    def _messages(self, fam: Family, dates: np.ndarray, values: list[int], fill: dict) -> None:
-        p, plan, spec, topic = self.p, fam.plan, fam.plan.spec, fam.plan.spec.topic
-        rng = seeded_rng(p.seed, "chatter", spec.key)
-        n_slots = p.chatter_per_family
-        latest = dates[-1]
-        unused = [int(v) for v in topic.values if v not in values]
-        slots: list[str] = []
-        if plan.announced and n_slots:
-            slots.append("announcement")
-        slots += ["rumor"] * min(plan.n_rumors, n_slots - len(slots))
-        made: list[tuple[float, str]] = []  # (created, chunk id) for replies
-        for m in range(n_slots):
-            # Draw everything for every slot, so the rates only decide what each slot becomes.
-            source = _weighted(rng, p.chatter_sources)
-            person = PEOPLE[int(rng.integers(len(PEOPLE)))]
-            tpl = {name: int(rng.integers(len(pool))) for name, pool in (
-                ("rumor", RUMOR_TEMPLATES), ("confirmation", CONFIRMATION_TEMPLATES),
-                ("announcement", ANNOUNCEMENT_TEMPLATES), ("note", NOTE_TEMPLATES))}
-            newer = rng.random() < p.rumor_newer_prob
-            frac = rng.uniform(0.05, 0.95)
-            repeat_old = rng.random() < p.rumor_repeats_old_value
-            confirm = rng.random() < p.confirmation_rate
-            old_pick, new_pick = int(rng.integers(10 ** 6)), int(rng.integers(10 ** 6))
-            lead = float(rng.integers(p.announcement_lead_days[0], p.announcement_lead_days[1] + 1))
-            reply = rng.random() < p.reply_rate
-            reply_pick = int(rng.integers(10 ** 6))
-            hour = float(rng.integers(8, 19)) / 24
-            msg_fill = self._fillers(rng)
-            kind = slots[m] if m < len(slots) else ("confirmation" if confirm else "note")
-            if kind == "announcement":
-                source = "email"
-                created = max(0.0, latest - lead) + hour
-                value, date = values[-1], latest
-            elif kind == "rumor":
-                if newer or len(dates) == 1:  # after the latest change took effect
-                    lo, hi = latest, p.horizon_days - 1
-                else:  # while the previous value was in force
-                    lo, hi = dates[-2], latest
-                created = np.floor(lo + frac * (hi - lo)) + hour
-                in_force = int(np.searchsorted(dates, created, side="right")) - 1
-                old = [values[i] for i in range(max(0, in_force))]  # superseded when the message is written
-                pool = old if (repeat_old and old) or not unused else unused
-                value, date = pool[(old_pick if pool is old else new_pick) % len(pool)], created
-            else:
-                created = np.floor(dates[0] + frac * (p.horizon_days - 1 - dates[0])) + hour
-                value = fam.timeline.value_at(created) if kind == "confirmation" else None
-                value = None if value is None else int(value)
-                date = created
-            kw = {**msg_fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title, "person": person,
-                  "date": self.human_date(date)}
-            if value is not None:
-                kw["v"] = topic.render(value)
-            template = {"rumor": RUMOR_TEMPLATES, "confirmation": CONFIRMATION_TEMPLATES,
-                        "announcement": ANNOUNCEMENT_TEMPLATES, "note": NOTE_TEMPLATES}[kind][tpl[kind]]
-            text = template.format(**kw)
-            if len(text) > MESSAGE_MAX:
-                raise BenchError(f"family {spec.key!r}: a message renders to {len(text)} characters (> {MESSAGE_MAX}); "
-                                 f"shorten the template {template!r}")
-            earlier = [cid for t, cid in made if t < created]
-            deps = {"message": [earlier[reply_pick % len(earlier)]]} if reply and earlier else None
-            ids = self._document(fam, doc_id=self.new_id("d"), title=f"{source.replace('_', ' ')}: {topic.topic}",
-                                 sections=[("message", text, value)], doc_type="message", version=1, source=source,
-                                 created=created, valid_from=created, valid_to=np.inf, prev_ids=[], depends=deps)
-            fam.chunks[-1].kind = "statement" if value is not None else "note"
-            fam.chunks[-1].message_type = kind
-            made.append((created, ids["message"]))
 
     # -- queries ---------------------------------------------------------------------------------------------
     def judge(self, fam: Family, rows: dict[str, int], arrays: dict, as_of: float, asks: str) -> Judgment:
@@ -393,8 +351,8 @@ class Generator:
 
     # -- the whole dataset -----------------------------------------------------------------------------------
     def plan(self) -> list[FamilyPlan]:
-        """One plan per family. Counts depend on the config only, never on the seed: the seed picks which
-        families, values, dates, wording and which families get each scenario."""
+        """One plan per family: which families, then their scenario features (data_gen.scenarios). Counts depend
+        on the config only, never on the seed."""
         p = self.p
         catalog = catalog_families()
         if p.n_families > len(catalog):
@@ -406,30 +364,12 @@ class Generator:
             if need > len(spec.topic.values):
                 raise BenchError(f"dataset.versions={list(p.versions)}: topic {spec.topic.key!r} has "
                                  f"{len(spec.topic.values)} values; use at most {len(spec.topic.values) - 2} versions")
-        n = p.n_families
-        n_runbooks = int(round(p.runbook_fraction * n))
-        n_rumors = int(round(p.contradiction_rate * n * p.chatter_per_family))
-        n_announced = min(n, int(round(p.early_announcement_rate * n)))
-        n_recent = max(int(round(p.recent_fraction * n)), n_announced)
-        deal = seeded_rng(p.seed, "contradictions").permutation(n)
-        back = deal[::-1]
-        announced = np.zeros(n, dtype=bool)
-        announced[back[:n_announced]] = True
-        recent = np.zeros(n, dtype=bool)
-        recent[back[:n_recent]] = True
-        slots = np.full(n, p.chatter_per_family) - (announced & (p.chatter_per_family > 0))
-        rumors = np.zeros(n, dtype=int)
-        for idx in deal:  # rumours fill families in a seeded order, so some facts are contested and others not
-            rumors[idx] = min(int(slots[idx]), n_rumors - int(rumors.sum()))
-        versions = [p.versions[i % len(p.versions)] for i in range(n)]
-        can_lag = [i for i in seeded_rng(p.seed, "lagging").permutation(n).tolist()
-                   if i < n_runbooks and not announced[i] and versions[i] >= 2]
-        lagging = set(can_lag[: int(round(p.lagging_source_rate * n_runbooks))])
-        return [FamilyPlan(spec, versions[i], i < n_runbooks, int(rumors[i]), bool(recent[i]), bool(announced[i]),
-                           i in lagging) for i, spec in enumerate(specs)]
+        return plan_families(p, specs)
 
     def generate(self) -> tuple[list[ChunkRecord], list[QueryRecord], list[Family]]:
-        families = [self.family(plan) for plan in self.plan()]
+        plans = self.plan()
+        self.levels = certainty_levels(self.p.seed, plans)
+        families = [self.family(plan) for plan in plans]
         self._cross_references(families)
         chunks = [c for f in families for c in f.chunks]
         perm = seeded_rng(self.p.seed, "corpus_order").permutation(len(chunks))

@@ -12,6 +12,7 @@ from typing import Any
 
 from smartvector_bench.core.errors import BenchError
 
+from .catalog.base import SECTION_MAX as SECTION_CORE_MAX
 from .common import DATE_SPAN_DAYS, check_span
 from .facts.params import facts_params_from_config
 from .git_history.params import git_params_from_config
@@ -33,18 +34,24 @@ class GeneratorParams:
     n_families: int = 12
     versions: tuple[int, ...] = (2, 3, 3, 4)
     runbook_fraction: float = 0.75
-    chatter_per_family: int = 3
     contradiction_rate: float = 0.5
+    rumors_per_family: int = 2
     rumor_repeats_old_value: float = 0.5
     rumor_newer_prob: float = 0.8
     confirmation_rate: float = 0.5
+    confirmations_per_family: int = 2
+    note_rate: float = 0.75
+    notes_per_family: int = 1
     lagging_source_rate: float = 0.3
     early_announcement_rate: float = 0.25
     announcement_lead_days: tuple[int, int] = (0, 10)
     cross_reference_rate: float = 0.5
     reply_rate: float = 0.5
     fact_reword_prob: float = 0.3
-    chunk_chars: int = 200
+    section_edit_rate: float = 0.5
+    section_chars: tuple[int, int] = (230, 330)
+    section_digits: tuple[int, int] = (5, 12)
+    chunk_chars: int = 360
     start: str = "2024-01-01T00:00:00Z"
     horizon_days: int = 365
     min_version_gap_days: int = 30
@@ -66,6 +73,8 @@ class GeneratorParams:
         d["publish_lead_days"] = list(self.publish_lead_days)
         d["runbook_lag_days"] = list(self.runbook_lag_days)
         d["announcement_lead_days"] = list(self.announcement_lead_days)
+        d["section_chars"] = list(self.section_chars)
+        d["section_digits"] = list(self.section_digits)
         return d
 
 
@@ -108,7 +117,7 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
 
     for key in ("contradiction_rate", "runbook_fraction", "rumor_repeats_old_value", "rumor_newer_prob",
                 "fact_reword_prob", "test_fraction", "recent_fraction", "confirmation_rate", "lagging_source_rate",
-                "early_announcement_rate", "cross_reference_rate", "reply_rate"):
+                "early_announcement_rate", "cross_reference_rate", "reply_rate", "note_rate", "section_edit_rate"):
         prob(key)
 
     def positive_int(key: str, minimum: int = 1) -> None:
@@ -120,19 +129,20 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
 
     for key in ("n_families", "chunk_chars", "horizon_days"):
         positive_int(key)
-    for key in ("chatter_per_family", "min_version_gap_days", "query_window_days", "recent_days", "seed"):
+    for key in ("rumors_per_family", "confirmations_per_family", "notes_per_family", "min_version_gap_days", "query_window_days", "recent_days", "seed"):
         positive_int(key, 0)
     if "versions" in d:
         vs = _as_list(d["versions"], "versions")
         if not vs or any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in vs):
             raise BenchError(f"dataset.versions={vs}: must be a non-empty list of integers >= 1")
         d["versions"] = tuple(vs)
-    for key in ("publish_lead_days", "runbook_lag_days", "announcement_lead_days"):
+    for key, unit in (("publish_lead_days", "days"), ("runbook_lag_days", "days"), ("announcement_lead_days", "days"),
+                      ("section_chars", "characters"), ("section_digits", "digits")):
         if key in d:
             pair = _as_list(d[key], key)
             if (len(pair) != 2 or any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in pair)
                     or pair[0] > pair[1]):
-                raise BenchError(f"dataset.{key}={pair}: must be [low, high] with 0 <= low <= high (days)")
+                raise BenchError(f"dataset.{key}={pair}: must be [low, high] with 0 <= low <= high ({unit})")
             d[key] = tuple(pair)
     if "queries" in d:
         q = _as_dict(d["queries"], "queries")
@@ -166,6 +176,10 @@ def policy_params_from_config(cfg: dict[str, Any]) -> GeneratorParams:
                 raise BenchError(f"dataset.{key}: weights must not all be zero")
             d[key] = weights
     params = GeneratorParams(**d)
+    if params.section_chars[1] >= params.chunk_chars or params.chunk_chars < SECTION_CORE_MAX + 1:
+        raise BenchError(f"dataset.section_chars={list(params.section_chars)}: the longest section must stay one "
+                         f"chunk: use a high end below dataset.chunk_chars={params.chunk_chars}, and chunk_chars of "
+                         f"at least {SECTION_CORE_MAX + 1} (the catalog's sentences reach {SECTION_CORE_MAX} characters)")
     # Every timestamp the generator writes lies in [start, start + horizon_days + query_window_days).
     check_span(params.start, "query_window_days", params.query_window_days, low=0)
     check_span(params.start, "horizon_days", params.horizon_days, extra=params.query_window_days,

@@ -53,7 +53,9 @@ def render_files(params) -> dict[str, str]:
         "labels/families.jsonl": jsonl([{"family": f.plan.spec.key, "topic": f.plan.spec.topic.key,
                                           "scenario": {"versions": f.plan.n_versions, "runbook": f.plan.has_runbook,
                                                        "rumors": f.plan.n_rumors, "recent": f.plan.recent,
-                                                       "announced": f.plan.announced, "lagging": f.plan.lagging},
+                                                       "announced": f.plan.announced, "lagging": f.plan.lagging,
+                                                       "confirmations": f.plan.n_confirmations,
+                                                       "notes": f.plan.n_notes},
                                           "timeline": [{"effective_from": iso(d), "value": int(v)} for d, v in
                                                        zip(f.timeline.effective_from, f.timeline.values)]}
                                          for f in sorted(families, key=lambda f: f.plan.spec.key)]),

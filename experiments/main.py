@@ -28,6 +28,7 @@ from smartvector_bench.core.evaluator import evaluate_split, hit_labels, judge, 
 from smartvector_bench.core import measured
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.calibration import calibration_report
+from smartvector_bench.core.metrics.scenarios import scenario_effects
 from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
@@ -217,6 +218,21 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
     return judged, results, calibration, power
 
 
+def scenario_table(judged: dict, queries, dataset: Dataset, baseline: str, s: MainSettings) -> dict | None:
+    """Test top-1 by scenario feature (core/metrics/scenarios.py), when the dataset's labels carry scenarios; the
+    paired gap is taken to the power reference (valid_cosine by default), the verdicts' reference."""
+    labels = dataset.labels
+    if labels is None or not any(labels.scenarios.values()):
+        return None
+    test = np.asarray(queries.split) == "test"
+    correct = {name: np.asarray(j["correct"])[test] for name, j in judged.items()}
+    families = np.asarray(labels.query_family, dtype=object)[test]
+    ref = s.power_reference if s.power_reference in judged else baseline if baseline in judged else None
+    return {"reference": ref, "features": scenario_effects(correct, families, labels.scenarios, ref,
+                                                           n_resamples=min(s.n_permutations, 2000),
+                                                           seed=s.bootstrap_seed)}
+
+
 def run(cfg: dict, out_dir: str | Path) -> dict:
     """The whole experiment as a plain function (the Hydra entry point only resolves the config)."""
     out_dir = Path(out_dir)
@@ -273,6 +289,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s, unmeasured=unmeasured)
     per_query = measured.per_query_clusters(dataset)
+    scenarios = scenario_table(judged, queries, dataset, baseline, s)
     result = MainMetrics(
         schema_version=SCHEMA_VERSION,
         dataset={"name": cfg["dataset"].get("name", "custom") if not cfg["dataset"].get("path") else
@@ -291,7 +308,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         system_info=infos,
         skipped_systems=skipped or None,
         timings_s={k_: round(v, 3) for k_, v in timings.items()},  # wall time, informational only
-        resources={"peak_rss_mb": peak_rss_mb()},  # this process's high-water mark, informational only
+        resources={"peak_rss_mb": peak_rss_mb()},
+        scenarios=scenarios,  # this process's high-water mark, informational only
         provenance=provenance(cfg),
     ).validate(out_dir / MainMetrics.FILE)  # before the first file is written
     metrics = result.to_dict()

@@ -27,9 +27,11 @@ NAME = "fig_shortcut_audit"
 INPUT = Path("shortcut_audit") / "shortcut_audit.csv"
 COLUMNS = ("profile", "seed", "rule", "kind", "test_top1", "n_test", "n_test_families")
 BASELINE = "valid_cosine"
-KINDS = ("surface", "trust")  # in this order, top to bottom; any other kind follows, sorted
-KIND_COLOURS = {"surface": "#d95f02", "trust": "#1b9e77"}
-KIND_LABELS = {"surface": "surface cue (must not mark the answer)", "trust": "trust signal (legitimate evidence)"}
+KINDS = ("surface", "metadata", "trust")  # in this order, top to bottom; any other kind follows, sorted
+KIND_COLOURS = {"surface": "#d95f02", "metadata": "#7570b3", "trust": "#1b9e77"}
+KIND_LABELS = {"surface": "surface cue (must not mark the answer)",
+               "metadata": "time or source cue (reported; must not be a shortcut either)",
+               "trust": "trust signal (legitimate evidence)"}
 PROFILE_ORDER = ("versioned_policies", "versioned_policies_large")
 
 

@@ -28,7 +28,8 @@ REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 
 # Small enough for sub-second unit tests, large enough to have every category.
-TINY = ["dataset.n_families=4", "dataset.versions=[2,3]", "dataset.chatter_per_family=2",
+TINY = ["dataset.n_families=4", "dataset.versions=[2,3]", "dataset.rumors_per_family=1",
+        "dataset.confirmations_per_family=1",
         "dataset.queries.current_per_family=2", "dataset.queries.historical_per_family=1",
         "dataset.queries.dependent_per_family=1", "dataset.recent_fraction=0.25"]
 

@@ -83,7 +83,7 @@ def fuzz_settings(n: int):
 def base(tmp_path_factory) -> "Base":
     """One small valid dataset (2 families, 39 chunks, 6 queries), generated once for the module."""
     cfg = yaml.safe_load(Path(CONF_DIR, "dataset", "versioned_policies.yaml").read_text())
-    cfg.update(n_families=2, versions=[2, 3], chatter_per_family=2,
+    cfg.update(n_families=2, versions=[2, 3], rumors_per_family=1, confirmations_per_family=1,
                queries={"current_per_family": 1, "historical_per_family": 1, "dependent_per_family": 1})
     folder = tmp_path_factory.mktemp("fuzz-base") / "ds"
     write_dataset(params_from_config(cfg), folder)

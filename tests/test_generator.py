@@ -168,7 +168,8 @@ def _invariant_counts(files: dict[str, str]) -> dict:
         "doc_types": sorted(Counter(r["doc_type"] for r in labels).items()),
         "kinds_without_messages": sorted(Counter(r["kind"] for r in labels if r["doc_type"] != "message").items()),
         "versions": sorted(Counter(s["versions"] for s in scen).items()),
-        **{key: sum(int(s[key]) for s in scen) for key in ("runbook", "rumors", "recent", "announced", "lagging")},
+        **{key: sum(int(s[key]) for s in scen) for key in ("runbook", "rumors", "recent", "announced", "lagging",
+                                                          "confirmations", "notes")},
         "queries_per_family": sorted(Counter(Counter(r["family"] for r in _rows(files["labels/queries.jsonl"]))
                                              .values()).items()),
     }
@@ -176,7 +177,7 @@ def _invariant_counts(files: dict[str, str]) -> dict:
 
 def test_counts_do_not_depend_on_the_seed(default_files):
     base = _invariant_counts(default_files)
-    assert base["rumors"] == round(0.5 * 12 * 3) and base["announced"] == 3 and base["lagging"] >= 1
+    assert base["rumors"] == 2 * round(0.5 * 12) and base["announced"] == 3 and base["lagging"] >= 1
     for seed in (0, 1, 7):
         assert _invariant_counts(_render(seed=seed)) == base, seed
 
@@ -196,9 +197,10 @@ def test_contradiction_rate_keeps_families_dates_and_values(default_files):
         files = _render(contradiction_rate=rate)
         assert timelines(files) == base_t, rate
         assert policy_facts(files) == base_p, rate  # the policy documents do not move either
-        assert len(files["corpus.jsonl"].splitlines()) == 258
         rumours[rate] = sum(f["scenario"]["rumors"] for f in _rows(files["labels/families.jsonl"]))
-    assert rumours[0.0] == 0 and rumours[0.25] == round(0.25 * 12 * 3)
+        # rumours are added to their families' messages; every other chunk stays
+        assert len(files["corpus.jsonl"].splitlines()) == 258 - 12 + rumours[rate]
+    assert rumours[0.0] == 0 and rumours[0.25] == 2 * round(0.25 * 12)
     assert rumours[0.0] < rumours[0.25] < rumours[1.0]
 
 
@@ -283,7 +285,7 @@ def test_chunks_are_sections_with_consistent_offsets(corpus):
         m = row["metadata"]
         by_doc.setdefault((m["doc_id"], m["version"]), []).append(row)
         assert len(row["text"]) == m["offset_end"] - m["offset_start"]
-        assert 0 < len(row["text"]) <= 200
+        assert 0 < len(row["text"]) < 360  # dataset.chunk_chars
     for chunks in by_doc.values():
         chunks.sort(key=lambda r: r["metadata"]["offset_start"])
         assert chunks[0]["metadata"]["offset_start"] == 0

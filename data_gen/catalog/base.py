@@ -7,17 +7,33 @@ Placeholders in templates:
 - ``{who}``: the scope's audience (``Scope.who``), e.g. "warehouse staff";
 - ``{v}``: the value, rendered with the topic's ``phrase`` (only in ``fact`` and ``runbook_step``);
 - ``{topic}``: the topic's short noun phrase; ``{doc}``: the topic's document title (``Topic.title``);
-- number fillers (:data:`FILLERS`), drawn per family and fixed across versions, except ``{date}``, the date
-  the document version was published: ``{ext}``, ``{ticket}``, ``{section}``, ``{headcount}``, ``{date}``,
-  ``{days}``, ``{room}``, ``{form}``;
+- the document version's two dates: ``{published}``, the day the version was published (a policy's
+  ``created_at``; a runbook's revision date), for "published on", "the version of", "revised on", "approved
+  on"; and ``{effective}``, the day its value takes effect (a policy's ``valid_from``; for a runbook, the
+  revision date too), for "From {effective}, ...", "effective {effective}". A policy version is published
+  ``dataset.publish_lead_days`` before it takes effect, so the two differ: a sentence gives the date it means;
+- number fillers (:data:`FILLERS`), drawn per family and fixed across versions: ``{ext}``, ``{ticket}``,
+  ``{section}``, ``{headcount}``, ``{days}``, ``{room}``, ``{form}``;
 - questions: ``{who}``; historical questions also ``{date}`` (the as-of date).
 
-Rules (checked by :mod:`data_gen.catalog.checks` and tests/test_catalog.py): every policy and runbook section,
-rendered with any scope, value and the longest fillers, is 101..199 characters (so the ~200-character sentence
-chunker makes one chunk per section) and contains a digit; no section other than ``fact`` and
-``runbook_step`` contains a rendering of any of the topic's values, and such a section shares at most two
-content words with the topic's questions (so that it does not restate what they ask); ``{who}`` appears at
-most once per section (required in ``fact`` and ``runbook_step``); questions contain no digit.
+Rules (checked by :mod:`data_gen.catalog.checks` and tests/test_catalog.py):
+
+- every policy and runbook section, rendered with any scope, value and the longest fillers, is 101..199
+  characters (so the ~200-character sentence chunker makes one chunk per section) and contains a digit;
+- no section other than ``fact`` and ``runbook_step`` contains a rendering of any of the topic's values, and
+  such a section shares at most two content words with the topic's questions (so that it does not restate
+  what they ask); ``{who}`` appears at most once per section (required in ``fact`` and ``runbook_step``);
+- those sections use no revision-relative wording ("the new setting", "the updated limit", "the previous
+  rules", "changed"): it would be true of some versions only (a first version has no previous rules; a
+  lagging runbook's last revision keeps the old value);
+- questions contain no digit and contain ``{who}``; each names its fact: it has a word of its topic's name
+  (``topic`` phrase or ``title``) that no other topic's name has, so "What leave limit goes into the
+  Workday time off plan?" is refused where annual, sick and parental leave are all topics; and each
+  topic's ``topic`` phrase has such a word;
+- no question asks what a system *is* configured to (its label is the policy's value, which a lagging
+  runbook does not configure); dependent questions ask what the system *should* be set to for {who};
+- no two families of different topics ask near-duplicate questions (similar words, or the same words
+  once their audiences are removed).
 
 The topics themselves are text data, kept in ``topics/<part>.json`` (:data:`PARTS`; each file's ``about`` says
 which topics it holds) and built into :class:`Topic` objects by :func:`load_catalog`, in file order: the
@@ -33,22 +49,26 @@ from importlib import resources
 
 from smartvector_bench.core.errors import BenchError
 
-# Number fillers: name -> (shortest rendering, longest rendering). The generator draws each per family.
+# Section fillers: name -> (shortest rendering, longest rendering). The generator draws the number fillers per
+# family (draw_fillers); the two dates are the document version's own.
 FILLERS: dict[str, tuple[str, str]] = {
     "ext": ("2000", "8999"),                 # phone extension, 4 digits
     "ticket": ("REQ-10000", "REQ-99999"),    # a ticket or request number
     "section": ("1.1", "9.9"),               # a section number of the handbook
     "headcount": ("120", "4,900"),           # how many people or accounts are covered
-    "date": ("1 May 2024", "28 September 2024"),  # the version's publication date
+    "published": ("1 May 2024", "28 September 2024"),  # the day the version was published (revised)
+    "effective": ("1 May 2024", "28 September 2024"),  # the day the version's value takes effect
     "days": ("2", "15"),                     # a small count of working days (notice, reminders)
     "room": ("1.01", "9.40"),                # a meeting room
     "form": ("F-101", "F-999"),              # a form number
 }
+DATE_FILLERS = ("published", "effective")
 
 
 def draw_fillers(rng) -> dict[str, str]:
-    """One family's (or document's) number fillers, within the ranges of :data:`FILLERS` (``date`` aside: it is
-    the version's own date). The order of the draws is fixed: generated datasets depend on it."""
+    """One family's (or document's) number fillers, within the ranges of :data:`FILLERS` (the dates of
+    :data:`DATE_FILLERS` aside: they are the version's own). The order of the draws is fixed: generated datasets
+    depend on it."""
     return {
         "ext": str(int(rng.integers(2000, 9000))),
         "ticket": f"REQ-{int(rng.integers(10000, 100000))}",

@@ -204,6 +204,47 @@ def category_table(metrics: dict, split: str) -> str:
     return "\n".join(rows)
 
 
+def _points(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}"
+
+
+def scenario_table(metrics: dict) -> str:
+    """Per scenario feature (columns) and system (rows): the test top-1 effect of the feature in points, its
+    p-value, and in brackets the effect on the paired gap to the baseline (core/metrics/scenarios.py)."""
+    sc = (metrics.get("scenarios") or {}).get("features") or {}
+    feats = list(sc)
+    if not feats:
+        return ""
+    base = metrics["scenarios"].get("reference")
+    head = [f"{f} ({sc[f]['label']}; {next(iter(sc[f]['systems'].values()))['families_with']} vs "
+            f"{next(iter(sc[f]['systems'].values()))['families_without']} families)" for f in feats]
+    rows = ["| system | " + " | ".join(head) + " |", "|---|" + "---|" * len(feats)]
+    for name in ordered({n for f in feats for n in sc[f]["systems"]}):
+        cells = []
+        for f in feats:
+            r = sc[f]["systems"].get(name)
+            if r is None or r.get("effect") is None:
+                cells.append("-")
+                continue
+            cell = f"{_points(r['effect'])} (p {p_text(r['p'])})"
+            if "effect_vs_baseline" in r:
+                cell += f" [{_points(r['effect_vs_baseline'])} vs {base}, p {p_text(r['p_vs_baseline'])}]"
+            cells.append(cell)
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def _scenario_section(metrics: dict) -> list[str]:
+    table = scenario_table(metrics)
+    if not table:
+        return []
+    return ["## What each scenario feature costs (test split)", "",
+            "Top-1 of the families with the feature minus those without, in points (permutation p over families); "
+            "in brackets the same for the paired gap to the reference system: negative = the feature costs the system "
+            "more than it costs the reference. Features are drawn independently per family (data_gen/scenarios.py).", "",
+            table, ""]
+
+
 def _notes(metrics: dict) -> list[str]:
     """Lines about an external dataset: fields left to defaults, an assigned split, systems left out."""
     d, out = metrics["dataset"], []
@@ -246,6 +287,7 @@ def render(metrics: dict) -> str:
         "",
         category_table(metrics, "test"),
         "",
+        *_scenario_section(metrics),
         "## Dev split",
         "",
         main_table(metrics, "dev"),

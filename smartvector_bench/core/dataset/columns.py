@@ -138,6 +138,8 @@ class Labels:
     query_family: np.ndarray  # object
     query_asks: np.ndarray  # object: the document type whose statement is authoritative for the query
     timelines: dict[str, Timeline]
+    # family -> its generator scenario (labels/families.jsonl "scenario"; {} when the file has none)
+    scenarios: dict[str, dict] = field(default_factory=dict)
 
 
 @dataclass

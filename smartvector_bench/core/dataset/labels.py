@@ -29,6 +29,7 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
 
     path, rows = rows_of("labels/families.jsonl") if "labels/families.jsonl" in present else (None, [])
     timelines: dict[str, Timeline] = {}
+    scenarios: dict[str, dict] = {}
     line_of: dict[str, int] = {}
     for lineno, obj in rows:
         where = f"{path}:{lineno}"
@@ -54,6 +55,10 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
         if any(b <= a for a, b in zip(eff, eff[1:])):
             raise BenchError(f"{where}: 'timeline' effective dates must increase")
         timelines[key] = Timeline(np.array(eff, dtype=np.float64), np.array(vals, dtype=np.float64))
+        scenario = obj.get("scenario")
+        if scenario is not None and not isinstance(scenario, dict):
+            raise BenchError(f"{where}: 'scenario' must be an object of feature: value, got {kind_of(scenario)}")
+        scenarios[key] = dict(scenario or {})
 
     path, rows = rows_of("labels/chunks.jsonl") if "labels/chunks.jsonl" in present else (None, [])
     n = len(corpus)
@@ -120,4 +125,5 @@ def load_labels(root: Path, corpus: Corpus, queries: Queries, texts: dict[str, s
     queries.rumor = Ragged.from_lists(rumor)
     queries.family = q_family
     return Labels(chunk_family=family, chunk_doc_type=doc_type, chunk_kind=kind, chunk_value=value,
-                  query_family=q_family, query_asks=q_asks, timelines=timelines)
+                  query_family=q_family, query_asks=q_asks, timelines=timelines,
+                  scenarios=scenarios)

@@ -38,6 +38,7 @@ class MainMetrics(ResultFile):
     timings_s: dict                 # wall time, informational
     skipped_systems: dict | None = optional()   # systems: all, and the dataset could not serve these
     resources: dict | None = optional()         # peak memory, informational (files before it have none)
+    scenarios: dict | None = optional()         # test top-1 by scenario feature (core/metrics/scenarios.py)
 
     def _check(self, where: str) -> None:
         for key in ("sha256", "n_queries", "n_vectors"):
