@@ -25,6 +25,10 @@ Dependency edges join answer and non-answer chunks alike: runbook step -> policy
 family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
 kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.labels`.
 
+Why this module is long: a family is one story told in order (time line, policy with its revisions, runbook,
+cross references, queries and their judgments); scenarios, messages, layout, splits and the text live in their
+own modules.
+
 Randomness comes from named sub-streams of the seed (``seeded_rng(seed, purpose, family)``), so changing one
 knob (say the contradiction rate) leaves every other draw as it was. The numbers of vectors, documents,
 families and queries depend on the config only.
@@ -45,7 +49,7 @@ from smartvector_bench.core.timeutil import format_iso, parse_iso
 from .catalog.base import draw_fillers
 from .chatter import add_messages, certainty_levels
 from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
-from .layout import draw_furniture, fit
+from .layout import draw_furniture, fit, fit_version
 from .params import GeneratorParams
 from .scenarios import FamilyPlan, plan_families
 
@@ -141,8 +145,19 @@ class Generator:
     def furniture(self, rng: np.random.Generator, pool: str) -> dict:
         return draw_furniture(rng, pool, self.p.section_chars, self.p.section_digits)
 
+    @property
+    def layout_cap(self) -> int:
+        """Furniture never takes a chunk past section_chars' high end (the scale tool appends a team marker)."""
+        return self.p.section_chars[1] + 1
+
     def fit(self, core: str, furniture: dict) -> str:
-        return fit(core, furniture, self.p.chunk_chars)
+        return fit(core, furniture, self.layout_cap)
+
+    def fit_version(self, sections: list[tuple[str, str, int | None]], states: dict) -> list[tuple[str, str, int | None]]:
+        """(name, core, value) of one document version -> (name, text, value), laid out together (data_gen.layout)."""
+        texts = fit_version([t for _, t, _ in sections], [states[n].furniture for n, _, _ in sections],
+                            self.layout_cap)
+        return [(n, t, v) for (n, _, v), t in zip(sections, texts)]
 
     # -- time line -------------------------------------------------------------------------------------------
     def _change_dates(self, fam: FamilySpec, n: int, recent: bool) -> np.ndarray:
@@ -236,8 +251,9 @@ class Generator:
             valid_to = np.inf if k + 1 == plan.n_versions else dates[k + 1]
             lead = float(rng_time.integers(p.publish_lead_days[0], p.publish_lead_days[1] + 1))
             created = max(0.0, valid_from - lead)
-            sections = [(s, self._render(fam, s, states[s], values[k] if s == "fact" else None, created, valid_from),
-                         values[k] if s == "fact" else None) for s in layout]
+            sections = self.fit_version([(s, self._render(fam, s, states[s], values[k] if s == "fact" else None,
+                                                          created, valid_from), values[k] if s == "fact" else None)
+                                         for s in layout], states)
             ids = self._document(fam, doc_id=policy_doc, title=spec.title, sections=sections, doc_type="policy",
                                  version=k + 1, source=policy_source, created=created, valid_from=valid_from,
                                  valid_to=valid_to, prev_ids=prev, depends={"procedure": []})
@@ -256,14 +272,14 @@ class Generator:
 
     def _render(self, fam: Family, section: str, state: SectionState, value: int | None, published: float,
                 effective: float) -> str:
-        """A section's text: its template with the state's numbers, then its furniture (data_gen.layout)."""
+        """A section's core text: its template with the state's numbers (furniture follows, per version)."""
         spec, topic = fam.plan.spec, fam.plan.spec.topic
         pool = getattr(topic, section)
         kw = {**state.fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
               "published": self.human_date(published), "effective": self.human_date(effective)}
         if value is not None:
             kw["v"] = topic.render(value)
-        return self.fit(pool[state.template % len(pool)].format(**kw), state.furniture)
+        return pool[state.template % len(pool)].format(**kw)
 
     def _runbook(self, fam: Family, dates: np.ndarray, values: list[int], fact_ids: list[str], fill: dict,
                  rng_src: np.random.Generator, rng_time: np.random.Generator, rng_layout: np.random.Generator) -> None:
@@ -289,8 +305,9 @@ class Generator:
                 self._revise(states, layout, pools, rng_text, rng_furn, reword, "document")
             lagging = plan.lagging and k + 1 == n and n >= 2
             value = values[k - 1] if lagging else values[k]
-            sections = [(s, self._render(fam, s, states[s], value if s == "runbook_step" else None, rev, rev),
-                         value if s == "runbook_step" else None) for s in layout]
+            sections = self.fit_version([(s, self._render(fam, s, states[s], value if s == "runbook_step" else None,
+                                                          rev, rev), value if s == "runbook_step" else None)
+                                         for s in layout], states)
             # The step applies the policy fact in force; the prerequisite points to the policy's scope section;
             # the verification checks the step (a two-hop chain).
             ids = self._document(fam, doc_id=doc_id, title=topic.runbook_title + f": {spec.scope.title}",

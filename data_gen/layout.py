@@ -43,6 +43,10 @@ DOCUMENT_PLAIN: tuple[str, ...] = (
     "See the intranet for forms.",
     "Printed copies are not controlled.",
     "Do not share outside the company.",
+    "Internal.",
+    "Noted.",
+    "See FAQ.",
+    "Public.",
 )
 # Furniture of messages: sign-offs, references, asides.
 MESSAGE_DIGITS: tuple[str, ...] = (
@@ -67,8 +71,14 @@ MESSAGE_PLAIN: tuple[str, ...] = (
     "Copying my manager.",
     "Apologies for the cross-post.",
     "Off to the next meeting.",
+    "OK.",
+    "FYI.",
+    "Thx.",
+    "Ta.",
 )
 POOLS = {"document": (DOCUMENT_DIGITS, DOCUMENT_PLAIN), "message": (MESSAGE_DIGITS, MESSAGE_PLAIN)}
+MESSAGE_LENGTHS = 3
+RISE = 12  # a section's goal is at least the version's longest section plus 0..RISE characters
 
 
 def digits(text: str) -> int:
@@ -81,31 +91,51 @@ def draw_furniture(rng: np.random.Generator, pool: str, chars: tuple[int, int],
     order (the numeric ones rendered with fresh numbers). The number of draws is fixed, so one chunk's layout
     never shifts another's."""
     with_digits, plain = POOLS[pool]
-    target_len = int(rng.integers(chars[0], chars[1] + 1))
+    # A document's sections are filled to the longest of them (fit_version); a message is a document of one
+    # section, so it takes the longest of MESSAGE_LENGTHS draws, and messages and sections end alike.
+    lengths = rng.integers(chars[0], chars[1] + 1, size=MESSAGE_LENGTHS)
+    target_len = int(lengths.max() if pool == "message" else lengths[0])
     target_digits = int(rng.integers(n_digits[0], n_digits[1] + 1))
+    rise = int(rng.integers(0, RISE + 1))
     d_order = rng.permutation(len(with_digits))
     p_order = rng.permutation(len(plain))
     fills = [draw_fillers(rng) for _ in with_digits]
     codes = rng.integers(1000, 10000, size=len(with_digits))
     rendered = [with_digits[int(i)].format(code=int(c), **f) for i, f, c in zip(d_order, fills, codes)]
-    return {"chars": target_len, "digits": target_digits, "with_digits": rendered,
+    return {"chars": target_len, "digits": target_digits, "rise": rise, "with_digits": rendered,
             "plain": [plain[int(i)] for i in p_order]}
 
 
-def fit(core: str, draws: dict, cap: int) -> str:
-    """``core`` followed by furniture until it has the drawn digits, then filled close to the drawn length.
-
-    Numeric furniture first, in its drawn order, while the text has fewer digits than drawn; then each plain
-    sentence, in its drawn order, that still fits within the drawn length (first fit: the pool has short
-    sentences, so the text ends within a few characters of it). Nothing passes ``cap``."""
+def add_digits(core: str, draws: dict, cap: int) -> str:
+    """``core`` followed by numeric furniture, in its drawn order, while it has fewer digits than drawn."""
     text = core
     for item in draws["with_digits"]:
         if digits(text) >= draws["digits"]:
             break
         if len(text) + 1 + len(item) < cap:
             text = f"{text} {item}"
-    goal = min(draws["chars"], cap - 1)
-    for item in draws["plain"]:  # first fit in the drawn order: varied, and it ends within a short sentence
+    return text
+
+
+def fill(text: str, draws: dict, cap: int, floor: int = 0) -> str:
+    """``text`` followed by plain furniture, each sentence in its drawn order that still fits (first fit: the
+    pool has short sentences, so the text ends within a few characters of its goal). The goal is the drawn
+    length, raised to ``floor`` (the longest section of the same document version) plus a drawn rise, so that
+    no section's own length decides which section of a version is the longest. Nothing passes ``cap``."""
+    goal = min(max(draws["chars"], floor + draws["rise"]), cap - 1)
+    for item in draws["plain"]:
         if len(text) + 1 + len(item) <= goal:
             text = f"{text} {item}"
     return text
+
+
+def fit_version(cores: list[str], draws: list[dict], cap: int) -> list[str]:
+    """The sections of one document version (or one message): digits first, then each filled to its goal."""
+    texts = [add_digits(c, d, cap) for c, d in zip(cores, draws)]
+    floor = max(len(t) for t in texts)
+    return [fill(t, d, cap, floor) for t, d in zip(texts, draws)]
+
+
+def fit(core: str, draws: dict, cap: int) -> str:
+    """A one-section document (a message): :func:`fit_version` of one."""
+    return fit_version([core], [draws], cap)[0]

@@ -188,7 +188,7 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
                 return BOILERPLATE
             pool = getattr(topic, kind)
             kw = {**fill, "who": spec.scope.who, "topic": topic.topic, "doc": topic.title,
-                  "date": human(dates[version])}
+                  "published": human(dates[version]), "effective": human(dates[version])}  # one date per version here
             if value is not None:
                 kw["v"] = topic.render(value)
             return pool[template % len(pool)].format(**kw)

@@ -49,9 +49,9 @@ class GeneratorParams:
     reply_rate: float = 0.5
     fact_reword_prob: float = 0.3
     section_edit_rate: float = 0.5
-    section_chars: tuple[int, int] = (230, 330)
-    section_digits: tuple[int, int] = (5, 12)
-    chunk_chars: int = 360
+    section_chars: tuple[int, int] = (176, 193)
+    section_digits: tuple[int, int] = (7, 12)
+    chunk_chars: int = 200
     start: str = "2024-01-01T00:00:00Z"
     horizon_days: int = 365
     min_version_gap_days: int = 30

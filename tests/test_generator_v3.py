@@ -92,12 +92,17 @@ def test_length_and_digits_are_drawn_alike_for_every_role(large):
         lengths.setdefault(r, []).append(len(c.text))
         digits.setdefault(r, []).append(sum(ch.isdigit() for ch in c.text))
     mean_len = {r: np.mean(v) for r, v in lengths.items()}
-    mean_dig = {r: np.mean(v) for r, v in digits.items()}
-    assert max(mean_len.values()) - min(mean_len.values()) < 20, mean_len
-    assert max(mean_dig.values()) - min(mean_dig.values()) < 2.5, mean_dig
+    assert max(mean_len.values()) - min(mean_len.values()) < 10, mean_len
+    # digits: alike among a document's sections, and among messages of every kind (messages carry dates and
+    # references of their own, so documents and messages are compared apart: the source says which is which)
+    for docs in (True, False):
+        mean_dig = {r: np.mean(v) for r, v in digits.items() if (r[0] != "message") == docs}
+        assert max(mean_dig.values()) - min(mean_dig.values()) < 1.5, mean_dig
     answers = [c for c in chunks if c.value is not None and c.doc_type != "message"]
     others = [c for c in chunks if c.value is None and c.doc_type != "message"]
-    assert abs(np.mean([len(c.text) for c in answers]) - np.mean([len(c.text) for c in others])) < 10
+    assert abs(np.mean([len(c.text) for c in answers]) - np.mean([len(c.text) for c in others])) < 5
+    digit = [sum(ch.isdigit() for ch in c.text) for c in answers], [sum(ch.isdigit() for ch in c.text) for c in others]
+    assert abs(np.mean(digit[0]) - np.mean(digit[1])) < 1.0
 
 
 def test_hedging_is_independent_of_truth(large):

@@ -18,8 +18,9 @@ Placeholders in templates:
 
 Rules (checked by :mod:`data_gen.catalog.checks` and tests/test_catalog.py):
 
-- every policy and runbook section, rendered with any scope, value and the longest fillers, is 101..199
-  characters (so the ~200-character sentence chunker makes one chunk per section) and contains a digit;
+- every policy and runbook section, rendered with any scope, value and the longest fillers, is 101..193
+  characters and contains a digit: the scale tool appends a team marker of up to 6 characters (" ~3875") to a
+  chunk, and the 200-character sentence chunker (smartvector-rag's) must still make one chunk per section;
 - no section other than ``fact`` and ``runbook_step`` contains a rendering of any of the topic's values, and
   such a section shares at most two content words with the topic's questions (so that it does not restate
   what they ask); ``{who}`` appears at most once per section (required in ``fact`` and ``runbook_step``);
@@ -118,7 +119,7 @@ MIN_VALUES = 7
 SECTIONS = ("fact", "scope", "procedure", "contacts", "runbook_step", "runbook_prereq", "runbook_verify")
 VALUE_SECTIONS = ("fact", "runbook_step")
 QUESTION_FIELDS = ("questions", "historical_questions", "dependent_questions")
-SECTION_MIN, SECTION_MAX = 101, 199
+SECTION_MIN, SECTION_MAX = 101, 193  # 193 + a scale team marker (" ~3875", <= 6) stays within the 200-char chunker
 QUESTION_MAX = 160
 
 # The catalog's files, in catalog order: topics/a.json .. topics/d.json, five topics each.

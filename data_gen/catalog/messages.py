@@ -17,7 +17,8 @@ confirmations draw dated and undated forms alike. Claim forms are tense-neutral 
 so tense, which the generator's timing ties to the kind, says nothing either. Every message draws every part
 (:data:`N_DRAWS` uniforms in one call) whatever its kind, source, parent or timing, and uses the parts that
 apply: a reviewer cannot tell rumours from confirmations by their words, and changing one scenario rate leaves
-the other messages' wording as it was. A rendering stays within :data:`MESSAGE_MAX` characters (one chunk):
+the other messages' wording as it was. A rendering stays within :data:`MESSAGE_MAX` (193) characters, so that it
+stays one 200-character chunk even with the scale tool's team marker (" ~3875", up to 6 characters) appended:
 optional parts (quote, forward line, tail, attribution, subject, opening, frame) are dropped in that fixed
 order until it fits (a long subject is first shortened to "FYI").
 """
@@ -28,7 +29,7 @@ import re
 
 import numpy as np
 
-MESSAGE_MAX = 199
+MESSAGE_MAX = 193  # the 200-character chunker less a scale team marker (" ~3875", up to 6 characters)
 PEOPLE: tuple[str, ...] = ("Priya", "Marco", "Aisha", "Tom", "Keiko", "Lucas", "Fatima", "Daniel", "Sofia", "Ben")
 KINDS: tuple[str, ...] = ("rumor", "confirmation", "announcement", "note")
 VALUE_KINDS: tuple[str, ...] = ("rumor", "confirmation", "announcement")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from smartvector_bench.core import measured
 from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.metrics.scenarios import FEATURES
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
 
 
@@ -212,7 +213,7 @@ def scenario_table(metrics: dict) -> str:
     """Per scenario feature (columns) and system (rows): the test top-1 effect of the feature in points, its
     p-value, and in brackets the effect on the paired gap to the baseline (core/metrics/scenarios.py)."""
     sc = (metrics.get("scenarios") or {}).get("features") or {}
-    feats = list(sc)
+    feats = [f for f in FEATURES if f in sc] + sorted(set(sc) - set(FEATURES))  # metrics.json sorts its keys
     if not feats:
         return ""
     base = metrics["scenarios"].get("reference")

@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.shortcuts import (CERTAINTY_RE, HEDGE_RE, Candidates, digit_counts, id_tail,
+from smartvector_bench.core.shortcuts import (LEARNED_FITS, CERTAINTY_RE, HEDGE_RE, Candidates, digit_counts, id_tail,
                                               length_rank, lexicon_count, text_lengths)
 
 GBM_POOL = 100  # candidates per query, by cosine, the model is fitted on and picks from (None: all in force)
@@ -178,3 +178,6 @@ def _permutation_importance(cand: Candidates, model, pos: np.ndarray, x: np.ndar
             drops.append(base - top1(xp))
         out[name] = round(float(np.mean(drops)), 6)
     return out
+
+
+LEARNED_FITS["surface_gbm"] = surface_gbm

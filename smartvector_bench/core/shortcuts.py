@@ -32,6 +32,7 @@ from itertools import combinations
 
 import numpy as np
 
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.dataset import Corpus, Labels, Queries
 
 EXHAUSTIVE_MAX = 8
@@ -287,6 +288,11 @@ def newest_pick(cand: Candidates, created_at: np.ndarray, m: int | None) -> np.n
     return pick
 
 
+# Learned rules' fits by name: fit(cand, corpus, dev, groups=...) -> {"pick": ..., **info}; core/shortcut_learned.py
+# registers surface_gbm when imported (it reads this module's cue helpers, so this module cannot import it).
+LEARNED_FITS: dict = {}
+
+
 def audit(cos: np.ndarray, corpus: Corpus, queries: Queries, labels: Labels | None,
           cues: tuple[str, ...] = ALL_RULES) -> dict:
     """Learn each rule on dev, apply on test; returns per-query correctness and picks (corpus rows, -1: none)
@@ -320,10 +326,10 @@ def audit(cos: np.ndarray, corpus: Corpus, queries: Queries, labels: Labels | No
             record(cue, picks[i], keep=["all" if NEWEST_TOP_M[i] is None else f"top-{NEWEST_TOP_M[i]}"],
                    levels=len(NEWEST_TOP_M))
             continue
-        if cue == "surface_gbm":
-            from smartvector_bench.core.shortcut_learned import surface_gbm
-
-            g = surface_gbm(cand, corpus, dev, groups=queries.family)
+        if cue in LEARNED_RULES:
+            if cue not in LEARNED_FITS:  # it registers itself; this module does not import it (no import circle)
+                raise BenchError(f"shortcut rule {cue!r}: import smartvector_bench.core.shortcut_learned first")
+            g = LEARNED_FITS[cue](cand, corpus, dev, groups=queries.family)
             record(cue, g.pop("pick"), keep=None, **g)
             continue
         if cue not in values:

@@ -74,7 +74,7 @@ def replay_main(label: str, folder: Path, exact: bool, how: str) -> list[Row]:
 
 
 def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> list[Row]:
-    from experiments.main import evaluate_runs, settings
+    from experiments.main import evaluate_runs, scenario_table, settings
     from smartvector_bench.core import measured
     from smartvector_bench.core.dataset import SPLITS
     from smartvector_bench.core.evaluator import hit_labels
@@ -99,12 +99,17 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
             run.system, runs[system], lines[system] = system, run, [rec for _, rec in read_run_lines(path)[1]]
         unmeasured = measured.unmeasured(ds)
         judged, results, calibration, power = evaluate_runs(runs, q, corpus, s, unmeasured=unmeasured)
+        scenarios = scenario_table(judged, q, ds, doc["experiment"]["baseline"], s)
     except (BenchError, ResultError, OSError, KeyError, TypeError, ValueError) as exc:
         why = one_line(exc) if isinstance(exc, (BenchError, ResultError)) else f"{type(exc).__name__}: {exc}"
         return [Row(f"{label}: replay", "the committed run files evaluated", "ERROR", how, False, why)]
-    fresh = json.loads(json.dumps({"systems": results, "calibration": calibration, "power": power}, default=float))
+    fresh = json.loads(json.dumps({"systems": results, "calibration": calibration, "power": power,
+                                   "scenarios": scenarios}, default=float))
     rows = [_row(label, f"metrics.json {root}", figure_misses(fresh[root], doc[root], exact),
                  len(leaves(doc[root])), how) for root in REPLAYED]
+    if doc.get("scenarios") is not None or fresh["scenarios"] is not None:  # files before v3 have none
+        rows.append(_row(label, "metrics.json scenarios", figure_misses(fresh["scenarios"] or {}, doc.get("scenarios") or {}, exact),
+                         len(leaves(doc.get("scenarios") or {})), how))
     counts = {"sha256": ds.sha256, "n_vectors": len(corpus), "n_queries": len(q),
               "n_families": int(len(set(q.family.tolist())))}
     rows.append(_row(label, "metrics.json dataset", figure_misses(counts, {k: doc["dataset"].get(k) for k in
