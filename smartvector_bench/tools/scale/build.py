@@ -26,7 +26,7 @@ from smartvector_bench.tools.scale.columns import (
 
 REAL_LIMIT = 20_000
 ALPHA = 0.04
-BETA = 0.20
+BETA = 0.10
 SIGMA = 0.04
 VECTOR_MODES = ("synthetic", "real")
 TEAM_MARKER = " ~{b}"  # appended to every corpus and query text of block b
