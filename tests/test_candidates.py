@@ -101,9 +101,10 @@ def _pairs(res):
 @pytest.mark.parametrize("detector, loose", [("reference", True), ("semantic", False)])
 def test_candidates_covering_all_pairs_find_the_same_contradictions(default_corpus_vectors, detector, loose):
     corpus, vecs, at = default_corpus_vectors
-    # Loose reference thresholds so the 258 chunks have many contradictions to find.
+    # Loose thresholds so the 258 chunks have contradictions to find (benchmark v3's shared furniture keeps the
+    # semantic detector's default 0.6 from finding any with the hashing embedder).
     base = ConsolidationParams(detector=detector, **({"topic_threshold": 0.2, "content_threshold": 0.6} if loose
-                                                     else {}))
+                                                     else {"similarity_threshold": 0.45}))
     full = consolidate(corpus, at, base, vecs)
     cand = consolidate(corpus, at, dataclasses.replace(base, candidates=len(corpus) - 1), vecs)
     # The same pairs judged and found contradicting. Verdicts can differ: the all-pairs path judges in scipy's
@@ -121,7 +122,7 @@ def test_candidates_covering_all_pairs_give_the_default_all_pairs_result(default
     assert full.contradictions == cand.contradictions
     assert np.array_equal(full.depends_on.indptr, cand.depends_on.indptr)
     assert np.array_equal(full.depends_on.indices, cand.depends_on.indices)
-    assert full.depends_on.indices.size > 50
+    assert full.depends_on.indices.size > 30
     for name in ("penalty", "negative", "status", "archived_at", "deprecated_at"):
         assert np.array_equal(getattr(full.store, name), getattr(cand.store, name)), name
     assert (full.store.penalty > 0).any()
