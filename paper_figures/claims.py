@@ -39,6 +39,7 @@ from smartvector_bench.core.schema import field_table  # noqa: E402
 from smartvector_bench.core import measured  # noqa: E402
 from smartvector_bench.core.report import (  # noqa: E402
     calibration_table, category_table, interval_text, main_table, not_measured_line, ordered, power_line,
+    scenario_table,
 )
 from smartvector_bench.core.results import (  # noqa: E402
     TIDY, FeedbackLoop, MainMetrics, ReembedCost, ResultError, ResultFile, SweepSummary, load_sweep,
@@ -277,11 +278,23 @@ def _tune_section(results: Path) -> str:
             f"{t.get(M.ECE):.3f}{note}.\n")
 
 
+def _scenarios_section(results: Path, folder: str = "main_large") -> str:
+    """What each scenario feature costs each system (core/metrics/scenarios.py), from a profile's metrics.json."""
+    mm = _result(results, folder, MainMetrics)
+    if mm is None or not (mm.scenarios or {}).get("features"):
+        return f"not measured (no scenarios in results/{folder}/{MainMetrics.FILE})\n"
+    d = mm.dataset
+    return (f"`{d['name']}`, seed {d['seed']}, test split (`results/{folder}/{MainMetrics.FILE}`): top-1 of the families "
+            f"with the feature minus those without, in points (permutation p over families); in brackets the same for "
+            f"the paired gap to {mm.scenarios['reference']}.\n\n{scenario_table(mm.to_dict())}\n")
+
+
 def sections(results: Path) -> dict[str, str]:
     """Every generated README section, by marker name."""
     return {"claims": table(results), "main": _main_section(results, "main", calibration=False),
             "main_calibration": _calibration_section(results, "main"),
             "main_large": _main_section(results, "main_large"), "audit": _audit_section(results),
+            "scenarios": _scenarios_section(results),
             "seeds": _seeds_section(results), "oracle": _oracle_section(results),
             "reembed": _rendered(results, "reembed_cost", ReembedCost, reembed_cost.render, 2),
             "feedback": _rendered(results, "feedback_loop", FeedbackLoop,
