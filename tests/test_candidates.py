@@ -319,22 +319,21 @@ def tiled():
 
 
 def test_distinct_candidates_find_the_contradictions_copies_hide_from_knn(tiled):
-    """Twelve teams' copies of the default dataset: all pairs finds one contradiction per team; each vector's
-    20 nearest are crowded with copies of its own text and miss some of them; the 20 nearest distinct groups
+    """Twelve teams' copies of the default dataset: all pairs finds contradictions in every team; each vector's
+    20 nearest are crowded with copies of its own text and miss most of them, the 20 nearest distinct groups
     find every one."""
     c, vecs, at = tiled.corpus, tiled.corpus_vectors, float(np.max(tiled.queries.as_of))
-    # content_threshold 0.5: benchmark v3's sections share furniture (reference lines, caveats), which lifts the
-    # reference detector's difflib ratios; at its default 0.4 it finds no contradiction in the hashed copies
-    at_half = {"content_threshold": 0.5}
-    full = consolidate(c, at, ConsolidationParams(all_pairs_max=None, **at_half), vecs)
-    knn = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="knn", **at_half), vecs)
-    distinct = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="distinct", **at_half), vecs)
+    # looser reference thresholds: benchmark v3's sections share furniture (reference lines, caveats), which
+    # lifts the detector's difflib ratios; at its defaults it finds no contradiction in the hashed copies
+    loose = {"topic_threshold": 0.25, "content_threshold": 0.5}
+    full = consolidate(c, at, ConsolidationParams(all_pairs_max=None, **loose), vecs)
+    knn = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="knn", **loose), vecs)
+    distinct = consolidate(c, at, ConsolidationParams(candidates=20, candidate_pairs="distinct", **loose), vecs)
     want = _pairs(full)
-    assert len(want) >= 10 and want - _pairs(knn)
+    assert len(want) >= 10 and len(want - _pairs(knn)) > len(want) / 2
     assert _pairs(distinct) == want
     got = recall(tuple(np.array(sorted(want)).T), tuple(np.array(sorted(_pairs(distinct))).T))
     assert got.recall == 1.0 and got.extra == 0
-
 
 def test_split_words_leaves_the_matrix_and_splits_by_group_counts():
     from smartvector_bench.systems.smartvector.distinct import split_words
