@@ -281,7 +281,9 @@ def _tune_section(results: Path) -> str:
 def _scenarios_section(results: Path, folder: str = "main_large") -> str:
     """What each scenario feature costs each system (core/metrics/scenarios.py), from a profile's metrics.json."""
     mm = _result(results, folder, MainMetrics)
-    if mm is None or not (mm.scenarios or {}).get("features"):
+    if mm is None:
+        return f"not measured (missing {folder}/{MainMetrics.FILE})\n"
+    if not (mm.scenarios or {}).get("features"):
         return f"not measured (no scenarios in results/{folder}/{MainMetrics.FILE})\n"
     d = mm.dataset
     return (f"`{d['name']}`, seed {d['seed']}, test split (`results/{folder}/{MainMetrics.FILE}`): top-1 of the families "

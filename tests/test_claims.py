@@ -443,16 +443,15 @@ def test_the_readme_prose_holds_on_the_committed_results():
         h = q[q.system == hard].set_index(["job", "query_id"])
         s = q[q.system == f"{hard}_soft"].set_index(["job", "query_id"])
         assert len(h) == len(s) > 0 and (h[["correct", "stale", "rumor"]] == s[["correct", "stale", "rumor"]]).all().all()
-    # the ECE row: raw ECE lower and AUROC higher with evidence, calibrated ECE not lower
+    # the ECE row: raw ECE lower and AUROC higher with evidence, calibrated ECE not significantly lower
     args = dict(n_boot=200, seed=0)
     assert verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "ece", **args).lower
     assert verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "auroc", **args).higher
     cal = verdicts.pooled_bootstrap(q, "plain_cosine", "smartvector", "ece", calibrate="platt", **args)
-    assert cal.value_b >= cal.value_a and not cal.lower
-    # feedback: live below frozen in the last round; McNemar p < 0.05, the family permutation p is not
+    assert not cal.lower
+    # feedback: live below frozen in the last round, not significant with families as the unit
     fl = json.loads((results / "feedback_loop" / "feedback_loop.json").read_text())["summary"]
     assert fl["smartvector_live"]["top1_last"] < fl["smartvector_frozen"]["top1_last"]
-    assert fl["last_round_mcnemar_live_vs"]["smartvector_frozen"]["p_value"] < 0.05
     assert fl["last_round_permutation_live_vs"]["smartvector_frozen"]["p_value"] >= 0.05
     # no main-table figure is marked "by construction"
     assert "(by construction)" not in claims.sections(results)["main"]
@@ -473,13 +472,11 @@ def test_the_readme_short_answer_holds_on_the_committed_results():
     assert top1.verdict == "does not hold" and top1.p_value >= 0.05
     # "the stale-rate and ECE claims hold"
     assert stale.verdict == "holds" and ece.verdict == "holds"
-    # "the obvious baseline, cosine within the validity window, beats SmartVector": seed 42 and every seed
-    main = json.loads((results / "main" / "metrics.json").read_text())["systems"]
-    assert main["valid_cosine"]["test"]["top1_ci"][0] > main["smartvector"]["test"]["top1_ci"][1]
+    # "the obvious baseline, cosine within the validity window, beats SmartVector on every one of five seeds"
     per_seed = json.loads((results / "seeds" / "summary.json").read_text())["results"]["systems"]
     vc, sm = (per_seed[s]["test"]["top1"]["per_seed"] for s in ("valid_cosine", "smartvector"))
-    assert vc.keys() == sm.keys() and all(vc[k] > sm[k] for k in vc)
-    # ("SmartVector's ECE after a Platt map fitted on dev is not lower": test_the_readme_prose_holds_...)
+    assert len(vc) == 5 and vc.keys() == sm.keys() and all(vc[k] > sm[k] for k in vc)
+    # ("SmartVector's ECE after a Platt map fitted on dev is not significantly lower": test_the_readme_prose_...)
 
 
 def test_the_benchmark_page_counts_are_the_published_ones():
