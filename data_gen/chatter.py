@@ -15,7 +15,7 @@ from smartvector_bench.core.errors import BenchError
 
 from .catalog.base import draw_fillers
 from .catalog.messages import LEVELS, MESSAGE_MAX, PEOPLE, render_message
-from .common import seeded_rng
+from .common import seeded_rng, weighted_choice as _weighted
 
 KINDS = ("announcement", "rumor", "confirmation", "note")
 
@@ -104,9 +104,3 @@ def add_messages(gen, fam, dates: np.ndarray, values: list[int], levels: dict | 
         fam.chunks[-1].kind = "statement" if value is not None else "note"
         fam.chunks[-1].message_type = kind
         made.append((created, ids["message"], text))
-
-
-def _weighted(rng: np.random.Generator, weights: dict[str, float]) -> str:
-    names = sorted(weights)
-    w = np.array([weights[n] for n in names], dtype=float)
-    return names[int(rng.choice(len(names), p=w / w.sum()))]

@@ -92,3 +92,10 @@ def check_span(start: str, key: str, value: int, per_unit: float = 1.0, extra: f
     raise BenchError(f"dataset.start={start}: with dataset.{key}={value}{f' and {given}' if given else ''} the "
                      f"generated dates run past {format_iso(LATEST)} (the last four-digit year); allowed: "
                      f"dataset.start <= {format_iso(LATEST - timedelta(days=span))}{alt}")
+
+
+def weighted_choice(rng: np.random.Generator, weights: dict[str, float]) -> str:
+    """One name drawn with probability proportional to its weight (names in sorted order: a stable draw)."""
+    names = sorted(weights)
+    p = np.array([weights[n] for n in names], dtype=float)
+    return names[int(rng.choice(len(names), p=p / p.sum()))]

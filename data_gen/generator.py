@@ -48,7 +48,7 @@ from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
 from .chatter import add_messages, certainty_levels
-from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng
+from .common import FamilySpec, OpaqueIds, catalog_families, seeded_rng, weighted_choice as _weighted
 from .layout import draw_furniture, fit, fit_version
 from .params import GeneratorParams
 from .scenarios import FamilyPlan, plan_families
@@ -117,11 +117,6 @@ class SectionState:
     fill: dict[str, str]
     furniture: dict
 
-
-def _weighted(rng: np.random.Generator, weights: dict[str, float]) -> str:
-    names = sorted(weights)
-    p = np.array([weights[n] for n in names], dtype=float)
-    return names[int(rng.choice(len(names), p=p / p.sum()))]
 
 
 class Generator:
