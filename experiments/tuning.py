@@ -10,9 +10,10 @@ import itertools
 import numpy as np
 from tqdm.auto import tqdm
 
-from smartvector_bench.core.contract import check_search, retriever_call
+from smartvector_bench.core.contract import check_info, check_search, retriever_call
+from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.evaluator import judge
-from smartvector_bench.systems.base import FitsOnDev, RanksByKey
+from smartvector_bench.systems.base import FitsOnDev, RanksByKey, TrainsOnDev
 
 SELECTION = ("each stage's grid over the best settings so far, judged on the dev queries: highest dev top1, ties: "
              "higher dev mrr_at_10, then the earlier candidate; the winner's test figures are the result")
@@ -55,3 +56,18 @@ def fit_on_dev(name: str, system: FitsOnDev, corpus, vectors: np.ndarray, serve_
     with retriever_call(name, "adopt"):
         system.adopt(best, report)
     return report
+
+
+def train_on_dev(name: str, system: TrainsOnDev, query_vectors: np.ndarray, queries) -> dict:
+    """Train an indexed :class:`~smartvector_bench.systems.base.TrainsOnDev` system on the dev queries' qrels only
+    (the test queries, their qrels and every other label stay here); returns the fit summary it reports."""
+    dev = np.asarray(queries.split) == "dev"
+    if not dev.any():
+        raise BenchError(f"{name} is trained on the dev split's qrels, but the dataset has no dev queries; "
+                         f"drop it from systems= or give queries a dev split")
+    rows = np.nonzero(dev)[0]
+    with retriever_call(name, "train"):
+        summary = system.train(query_vectors[rows], np.asarray(queries.as_of, dtype=np.float64)[rows],
+                               [queries.texts[i] for i in rows], queries.relevant.take(rows),
+                               queries.grades.take(rows))
+    return check_info(name, "train", summary)

@@ -20,7 +20,7 @@ from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import (AuditsConsolidation, ChecksDataset, FitsOnDev, LiveStore, ReadsLabels,
-                                            Retriever)
+                                            Retriever, TrainsOnDev)
 from smartvector_bench.tools.validate import check_retrievers, chosen_systems
 
 from .conftest import TINY, compose_config, run_cli, write_tiny
@@ -189,8 +189,9 @@ def test_capabilities_are_protocols():
     sv = {"smartvector", "smartvector_soft", "smartvector_tuned"}
     assert {n for n, r in systems.items() if isinstance(r, AuditsConsolidation)} == sv
     assert {n for n, r in systems.items() if isinstance(r, LiveStore)} == sv
-    assert {n for n, r in systems.items() if isinstance(r, FitsOnDev)} == {"smartvector_tuned"}
-    assert {n for n, r in systems.items() if not isinstance(r, ChecksDataset)} == {"plain_cosine", "bm25"}
+    assert {n for n, r in systems.items() if isinstance(r, FitsOnDev)} == {"smartvector_tuned", "valid_authority"}
+    assert {n for n, r in systems.items() if isinstance(r, TrainsOnDev)} == {"ltr"}
+    assert {n for n, r in systems.items() if not isinstance(r, ChecksDataset)} == {"plain_cosine", "bm25", "ltr"}
 
 
 # ---- systems: all is every retriever yaml on the search path ----------------------------------------------

@@ -99,6 +99,20 @@ class FitsOnDev(Protocol):
 
 
 @runtime_checkable
+class TrainsOnDev(Protocol):
+    """Optional: a learned system (``ltr``) trained on the dev split's qrels of the dataset it is judged on. After
+    ``index``, the harness (``experiments/tuning.py``) calls :meth:`train` with the dev queries only: their
+    vectors, texts and ``as_of`` and their graded relevance (qrels). No test query's qrels, and no stale, rumour,
+    family or kind label, ever reach it; then it is searched as any other system."""
+
+    def train(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str], relevant: Ragged,
+              grades: Ragged) -> dict:
+        """Fit on the dev queries; ``relevant.row(q)`` lists query q's relevant corpus rows, ``grades.row(q)`` their
+        grades (>= 1). Returns a JSON-ready summary of the fit (for ``describe()``)."""
+        ...
+
+
+@runtime_checkable
 class ReadsLabels(Protocol):
     """Optional, for ceilings only: a system that reads the ground-truth labels. The harness refuses a dataset
     without ``labels/`` before anything is embedded, calls ``index_labels`` after ``index`` and passes

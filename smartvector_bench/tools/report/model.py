@@ -17,9 +17,13 @@ from smartvector_bench.core import verdicts as V
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core import measured
+from smartvector_bench.core.metrics import anatomy as A
 from smartvector_bench.core.report import (
-    MAIN_COLUMNS, categories, category_cell, interval_text, main_cell, metric_parts, not_measured_line, ordered,
-    p_text, power_line,
+    MAIN_COLUMNS, VERSION_HEADER, categories, category_cell, interval_text, main_cell, metric_parts,
+    not_measured_line, ordered, p_text, power_line, version_cell,
+)
+from smartvector_bench.core.report import (
+    ANATOMY_LABELS, VERSION_LEGEND, anatomy_cell, anatomy_not_measured, has_anatomy,
 )
 from smartvector_bench.core.results import TIDY, MainMetrics, SweepSummary, load_sweep
 from smartvector_bench.core.results.base import read_json
@@ -110,7 +114,8 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
         # what no table may show as a number, and what the intervals resample when there are no families
         "not_measured": not_measured_line(m, SPLIT), "not_measured_by_metric": _reasons(m, systems),
         "intervals": interval_text(m) if measured.clusters_note(m) else "",
-        "categories": cats, "category_rows": cat_rows, "reliability": figure,
+        "categories": cats, "category_rows": cat_rows, "reliability": figure, "learned": learned_model(m, systems),
+        "anatomy": anatomy_model(m, systems),
         "skipped": [f"{s}: {why}" for s, why in (mm.skipped_systems or {}).items()],
         "queries": [{"id": q, "label": f"{q} · {data['queries'][q]['split']} · {data['queries'][q]['category']}"}
                     for q in data["order"]],
@@ -123,6 +128,49 @@ def run_model(folder: Path, name: str) -> tuple[dict, dict]:
                        "published_at": pfile.get("published_at")},
     }
     return section, data
+
+
+def anatomy_model(m: dict, systems: list[str]) -> dict | None:
+    """Why each system's top-1 is wrong (the error anatomy of the shown split), with version accuracy given the
+    right family: the cells of table.md's own renderers. None for a file written before the anatomy."""
+    if not has_anatomy(m, SPLIT):
+        return None
+    rows = []
+    for s in systems:
+        sm = m["systems"][s][SPLIT]
+        a = sm.get(M.ANATOMY)
+        cells = [{"key": c, "text": anatomy_cell(a, c) if a else "-",
+                  "value": _value(((a or {}).get(c) or {}).get("share"))} for c in A.CLASSES]
+        cells.append({"key": "misses", "text": str(a["n_misses"]) if a else "-",
+                      "value": _value((a or {}).get("n_misses"))})
+        cells.append({"key": M.VERSION_ACCURACY, "text": version_cell(sm), "value": _value(sm.get(M.VERSION_ACCURACY))})
+        rows.append({"system": s, "cells": cells})
+    head = [{"key": c, "label": ANATOMY_LABELS[c]} for c in A.CLASSES]
+    head += [{"key": "misses", "label": "misses"}, {"key": M.VERSION_ACCURACY, "label": VERSION_HEADER.replace("\\", "")}]
+    return {"columns": head, "rows": rows, "legend": VERSION_LEGEND.replace("\\", ""),
+            "not_measured": anatomy_not_measured(m, SPLIT)}
+
+
+IMPORTANCE = ("fit", "feature_importance_gain")  # where a learned system's describe() puts its importances
+
+
+def learned_model(m: dict, systems: list[str]) -> dict | None:
+    """Each learned system's feature importances (share of split gain), one column per system whose
+    ``system_info`` holds them (``fit.feature_importance_gain``: any system, by what it reports, not by name); rows
+    in the first such system's order. None when no system reports them."""
+    found = {}
+    for s in systems:
+        info = (m.get("system_info") or {}).get(s) or {}
+        gain = (info.get(IMPORTANCE[0]) or {}) if isinstance(info.get(IMPORTANCE[0]), dict) else {}
+        if isinstance(gain.get(IMPORTANCE[1]), dict):
+            found[s] = gain[IMPORTANCE[1]]
+    if not found:
+        return None
+    features = list(dict.fromkeys(f for g in found.values() for f in g))
+    rows = [{"feature": f, "cells": [{"value": _value(g.get(f)),
+                                      "text": "-" if g.get(f) is None else f"{100 * g[f]:.1f}%"}
+                                     for g in found.values()]} for f in features]
+    return {"systems": list(found), "rows": rows}
 
 
 def _reasons(m: dict, systems: list[str]) -> dict[str, str]:
