@@ -1,8 +1,14 @@
-"""Markdown tables from a metrics dict (the main table, the paper's claims beside ours, categories)."""
+"""Markdown tables from a metrics dict (the main table, the paper's claims beside ours, categories, the error
+anatomy, the scenario costs).
+
+Why this module is long: it is the one renderer of every table.md section, and the README, docs/ and the HTML
+report reuse its cells (so no two pages can disagree); splitting it would make a module circle (each part needs
+the table order and the cell formats here)."""
 
 from __future__ import annotations
 
 from smartvector_bench.core import measured
+from smartvector_bench.core.metrics import anatomy as A
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.scenarios import FEATURES
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
@@ -48,9 +54,9 @@ def p_text(p: float | None) -> str:
 
 # The main table's row order, the one list of it (systems/discovery.py and paper_figures/common.py read it);
 # systems not listed follow, sorted. metrics.json is written with sorted keys, so the order is not taken from it.
-SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "smartvector", "smartvector_soft",
-                "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft", "livevectorlake", "kg_smartvector",
-                "metadata_filter", "oracle")
+SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
+                "ltr", "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
+                "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
 
 
 def ordered(names) -> list[str]:
@@ -97,13 +103,33 @@ def main_cell(metrics: dict, name: str, key: str, split: str) -> tuple[str, str,
     return ("-", "", "") if m.get(key) is None else (*_num_parts(m, key), "")
 
 
+VERSION_HEADER = "ver\\|fam"  # version accuracy given the right family (VERSION_LEGEND); a literal "|" in a cell
+
+
+def has_version_accuracy(metrics: dict) -> bool:
+    """Whether the main table shows the ver|fam column: some split of some system measured it (files written
+    before the error anatomy have none; a dataset without families measures none, and says why in the anatomy)."""
+    return any(isinstance(m, dict) and m.get(M.VERSION_ACCURACY) is not None
+               for per in metrics["systems"].values() for m in (per or {}).values())
+
+
+def version_cell(m: dict) -> str:
+    """ver|fam of one split: the share with its interval, or why it is missing."""
+    if m.get(M.VERSION_ACCURACY) is None:
+        return measured.TEXT if ((m.get(M.ANATOMY) or {}).get(A.NOT_MEASURED) or {}).get(A.VERSION_ACCURACY) else "-"
+    return _pct_ci(m, M.VERSION_ACCURACY)
+
+
 def main_table(metrics: dict, split: str) -> str:
     baseline = metrics["experiment"]["baseline"]
-    rows = [f"| system | {' | '.join(label for _, label in MAIN_COLUMNS)} | n (families) | p vs {baseline}: "
-            "McNemar / cluster permutation |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    version = has_version_accuracy(metrics)
+    extra = f" {VERSION_HEADER} |" if version else ""
+    rows = [f"| system | {' | '.join(label for _, label in MAIN_COLUMNS)} |{extra} n (families) | p vs {baseline}: "
+            "McNemar / cluster permutation |", "|---|---|---|---|---|---|---|---|---|---|---|" + "---|" * version]
     for name in ordered(metrics["systems"]):
         m = metrics["systems"][name][split]
         cells = [" ".join(p for p in main_cell(metrics, name, key, split) if p) for key, _ in MAIN_COLUMNS]
+        cells += [version_cell(m)] if version else []
         tests = "-" if name == baseline else f"{p_text(m[M.MCNEMAR_P])} / {p_text(m.get(M.PERMUTATION_P))}"
         rows.append(f"| {name} | {' | '.join(cells)} | {m[M.N_QUERIES]} ({m.get(M.N_FAMILIES, '-')}) | {tests} |")
     return "\n".join(rows)
@@ -122,6 +148,74 @@ def not_measured_line(metrics: dict, split: str) -> str:
         return ""
     order = sorted(why, key=lambda k: (list(LABELS).index(k) if k in LABELS else len(LABELS), k))  # column order
     return "Not measured: " + "; ".join(f"{LABELS.get(k, k)} ({why[k]})" for k in order) + "."
+
+
+VERSION_LEGEND = (f"{VERSION_HEADER}: version accuracy given the right family, P(top-1 correct | the top-1 chunk is "
+                  "of the query's family) = correct / (correct + wrong top-1s of the query's family), with its "
+                  "cluster-bootstrap interval: how well a system picks the version once it has found the fact.")
+ANATOMY_LABELS = {"no_result": "no result", "other_family": "other family", "rumour": "rumour",
+                  "non_answer": "non-answer", "lagging_source": "lagging source",
+                  "superseded_version": "superseded version", "not_in_force": "not in force", "other": "other"}
+
+
+def has_anatomy(metrics: dict, split: str = "test") -> bool:
+    return any(isinstance((per or {}).get(split), dict) and M.ANATOMY in per[split]
+               for per in metrics["systems"].values())
+
+
+def anatomy_cell(a: dict, name: str) -> str:
+    c = a.get(name)
+    if c is None:
+        return measured.TEXT
+    return f"{_pct(c['share'])} ({c['count']})"
+
+
+def anatomy_table(metrics: dict, split: str = "test") -> str:
+    """Per system (rows) the share of the split's queries whose top-1 is wrong for each reason (columns, in the
+    classes' precedence order; count in parentheses), then the number of misses (and in parentheses those no
+    measured class takes, when a dataset leaves some classes unmeasured)."""
+    unclassified = any(((per or {}).get(split) or {}).get(M.ANATOMY, {}).get("n_unclassified")
+                       for per in metrics["systems"].values())
+    head = [ANATOMY_LABELS[c] for c in A.CLASSES] + ["misses (unclassified)" if unclassified else "misses"]
+    rows = ["| system | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+    for name in ordered(metrics["systems"]):
+        a = (metrics["systems"][name].get(split) or {}).get(M.ANATOMY)
+        if a is None:
+            rows.append(f"| {name} | " + " | ".join("-" for _ in head) + " |")
+            continue
+        cells = [anatomy_cell(a, c) for c in A.CLASSES]
+        cells += [f"{a['n_misses']} ({a['n_unclassified']})" if unclassified else str(a["n_misses"])]
+        rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def anatomy_not_measured(metrics: dict, split: str = "test") -> str:
+    """The anatomy's reasons, one sentence ("" when all was measured): the dataset's are the same for every system;
+    one that holds for some systems only (no top-1 of the query's family: no version accuracy) names them."""
+    names = [n for n in ordered(metrics["systems"]) if M.ANATOMY in (metrics["systems"][n].get(split) or {})]
+    who: dict[tuple[str, str], list[str]] = {}
+    for name in names:
+        for key, why in (metrics["systems"][name][split][M.ANATOMY].get(A.NOT_MEASURED) or {}).items():
+            who.setdefault((key, why), []).append(name)
+    labels = ANATOMY_LABELS | {A.VERSION_ACCURACY: VERSION_HEADER}
+    rank = {k: i for i, k in enumerate(labels)}
+    parts = [f"{labels.get(k, k)}{'' if len(systems) == len(names) else ' of ' + ', '.join(systems)} ({why})"
+             for (k, why), systems in sorted(who.items(), key=lambda kv: (rank.get(kv[0][0], len(rank)), kv[0]))]
+    return "Not measured: " + "; ".join(parts) + "." if parts else ""
+
+
+def _anatomy_section(metrics: dict) -> list[str]:
+    if not has_anatomy(metrics):  # files written before the error anatomy keep their table.md
+        return []
+    return ["## Why the top-1 is wrong (test split)", "",
+            "Share of all test queries whose top-1 is wrong for each reason (count in parentheses), from the ground-"
+            "truth labels and the corpus's own times; the classes are exclusive, the first that holds in this order: "
+            "no result; other family (a chunk of another fact: a semantic miss); rumour (in the query's rumour set); "
+            "non-answer (the right fact, but a section that states no value); lagging source (a stale value in a "
+            "source still in force at the as-of time); superseded version (a stale value no longer in force); not "
+            "in force (e.g. an announced value not yet in force); other (any other wrong top-1). "
+            "Each share's 95% cluster-bootstrap interval is in metrics.json (systems.<system>.test.anatomy).", "",
+            anatomy_table(metrics, "test"), "", *_line(anatomy_not_measured(metrics, "test"))]
 
 
 def interval_text(metrics: dict) -> str:
@@ -274,8 +368,10 @@ def render(metrics: dict) -> str:
         main_table(metrics, "test"),
         "",
         *_line(not_measured_line(metrics, "test")),
+        *_line(VERSION_LEGEND if has_version_accuracy(metrics) else ""),
         power_line(metrics),
         "",
+        *_anatomy_section(metrics),
         "## Calibration (test split; each map fitted on dev)",
         "",
         calibration_table(metrics),

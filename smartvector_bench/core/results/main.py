@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from smartvector_bench.core import SCHEMA_VERSION, measured
+from smartvector_bench.core.metrics import anatomy as A
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results.base import ResultFile, check, check_type, get_path, optional
 
@@ -70,6 +71,7 @@ class MainMetrics(ResultFile):
                     else:
                         check(m[name] is not None, where, f"{at}.{name}",
                               f"null without a reason in {at}.{measured.KEY}")
+                _version_accuracy(m, where, at)
                 _in_unit(m, where, at)
                 for cat, cm in (m.get("by_category") or {}).items():
                     check_type(cm, dict, where, f"{at}.by_category.{cat}")
@@ -97,7 +99,7 @@ class MainMetrics(ResultFile):
 
 # Every metric stored here is a share, a mean of [0, 1] scores or a calibration error of confidences in [0, 1]; so
 # is a p-value. Outside [0, 1] (a negative ECE, a stale rate of 3.2) is a corrupt or hand-edited file, no result.
-UNIT_METRICS = (*M.CI_METRICS, M.BRIER, M.AUROC, *M.P_VALUES)
+UNIT_METRICS = (*M.CI_METRICS, M.BRIER, M.AUROC, *M.P_VALUES, M.VERSION_ACCURACY)
 
 
 def _in_unit(m: dict, where: str, at: str) -> None:
@@ -125,6 +127,51 @@ def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
         check(name in M.CI_METRICS, where, f"{key}.{name}", f"unknown metric (known: {', '.join(M.CI_METRICS)})")
         check(isinstance(why, str) and bool(why.strip()), where, f"{key}.{name}", "expected a reason (a string)")
     return skip
+
+
+def _version_accuracy(m: dict, where: str, at: str) -> None:
+    """A split's ``version_accuracy`` (with its interval) and ``anatomy`` (core/metrics/anatomy.py): both or neither
+    (files written before them have neither); a null only with its reason (``anatomy.not_measured``); the classes
+    partition the misses."""
+    has_va, has_an = M.VERSION_ACCURACY in m, M.ANATOMY in m
+    check(has_va == has_an, where, f"{at}.{M.ANATOMY if has_va else M.VERSION_ACCURACY}",
+          f"missing beside {at}.{M.VERSION_ACCURACY if has_va else M.ANATOMY}")
+    if not has_va:
+        return
+    ci = m.get(M.ci(M.VERSION_ACCURACY))
+    check(isinstance(ci, list) and len(ci) == 2, where, f"{at}.{M.ci(M.VERSION_ACCURACY)}",
+          f"expected [lo, hi], got {ci!r}")
+    an, key = m[M.ANATOMY], f"{at}.{M.ANATOMY}"
+    check_type(an, dict, where, key)
+    gone = an.get(A.NOT_MEASURED) or {}
+    check_type(gone, dict, where, f"{key}.{A.NOT_MEASURED}")
+    check(m[M.VERSION_ACCURACY] is not None or isinstance(gone.get(A.VERSION_ACCURACY), str), where,
+          f"{at}.{M.VERSION_ACCURACY}", f"null without a reason in {key}.{A.NOT_MEASURED}")
+    for name in ("n_misses", "n_unclassified"):
+        check(isinstance(an.get(name), int) and an[name] >= 0, where, f"{key}.{name}",
+              f"expected a count, got {an.get(name)!r}")
+    total = 0
+    for name in A.CLASSES:
+        c = an.get(name, "MISSING")
+        if c is None:
+            check(isinstance(gone.get(name), str), where, f"{key}.{name}", f"null without a reason in {key}.not_measured")
+            continue
+        check_type(c, dict, where, f"{key}.{name}")
+        check(isinstance(c.get("count"), int) and c["count"] >= 0, where, f"{key}.{name}.count",
+              f"expected a count, got {c.get('count')!r}")
+        total += c["count"]
+        check(isinstance(c.get("share_ci"), list) and len(c["share_ci"]) == 2, where, f"{key}.{name}.share_ci",
+              f"expected [lo, hi], got {c.get('share_ci')!r}")
+        lo, hi = c["share_ci"]
+        for k, v in (("share", c.get("share")), ("share_ci[0]", lo), ("share_ci[1]", hi)):
+            check_type(v, float, where, f"{key}.{name}.{k}", allow_none=True)
+            check(v is None or 0.0 <= v <= 1.0, where, f"{key}.{name}.{k}", f"{v} is outside [0, 1]")
+    check(total + an["n_unclassified"] == an["n_misses"], where, key,
+          f"the class counts and n_unclassified sum to {total + an['n_unclassified']}, n_misses is {an['n_misses']}")
+    va = an.get(A.VERSION_ACCURACY)
+    check_type(va, float, where, f"{key}.{A.VERSION_ACCURACY}", allow_none=True)
+    check(va == m[M.VERSION_ACCURACY], where, f"{key}.{A.VERSION_ACCURACY}",
+          f"{va!r}, but {at}.{M.VERSION_ACCURACY} is {m[M.VERSION_ACCURACY]!r}")
 
 
 def _ci(m: dict, key: str) -> tuple[Any, Any]:

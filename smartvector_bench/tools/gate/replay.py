@@ -5,7 +5,9 @@ checked), must give every figure and file the folder publishes: metrics.json's `
 ``experiments.main.evaluate_runs``, its dataset counts, each run file line's fields, flags and hit labels, and the
 bytes of ``run_<system>.trec``, ``qrels_<split>.trec``, ``table.md`` and ``queries.jsonl``. Run files keep full
 precision, so on the publishing host this is exact; elsewhere a figure may cross one rounding boundary
-(``tolerances.same_figure``). Anything else is a change of the evaluator, the metrics, the dataset or a file."""
+(``tolerances.same_figure``). Anything else is a change of the evaluator, the metrics, the dataset or a file.
+The error anatomy (``anatomy``, ``version_accuracy`` of each split) is recomputed from the run files and the
+dataset's labels like experiment=main does; a file written before it is compared without it (and says so)."""
 
 from __future__ import annotations
 
@@ -38,6 +40,24 @@ def figure_misses(fresh: dict, stored: dict, exact: bool) -> list[str]:
     a, b = leaves(fresh), leaves(stored)
     return [f"{p}: {a.get(p, 'MISSING')!r}, committed {b.get(p, 'MISSING')!r}" for p in sorted(set(a) | set(b))
             if p not in a or p not in b or not same_figure(a[p], b[p], exact)]
+
+
+def has_anatomy(doc: dict) -> bool:
+    """Whether a metrics.json of experiment=main holds the error anatomy (any system, any split)."""
+    from smartvector_bench.core.metrics import names as M
+    return any(isinstance(m, dict) and M.ANATOMY in m for per in (doc.get("systems") or {}).values()
+               for m in (per or {}).values())
+
+
+def without_anatomy(systems: dict) -> dict:
+    """``systems`` (evaluate_runs' results, changed in place) as a file written before the anatomy holds it: no
+    ``anatomy``, ``version_accuracy`` or its interval."""
+    from smartvector_bench.core.metrics import names as M
+    for per in systems.values():
+        for m in per.values():
+            for key in (M.ANATOMY, M.VERSION_ACCURACY, M.ci(M.VERSION_ACCURACY)):
+                m.pop(key, None)
+    return systems
 
 
 def _row(label: str, what: str, misses: list[str], n: int, how: str) -> Row:
@@ -98,18 +118,26 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
                 raise BenchError(f"{path}: keeps {meta['k']} hits, the run ranked {s.k}: not replayable")
             run.system, runs[system], lines[system] = system, run, [rec for _, rec in read_run_lines(path)[1]]
         unmeasured = measured.unmeasured(ds)
-        judged, results, calibration, power = evaluate_runs(runs, q, corpus, s, unmeasured=unmeasured)
+        judged, results, calibration, power = evaluate_runs(runs, q, corpus, s, unmeasured=unmeasured,
+                                                            labels=ds.labels)  # the anatomy needs the labels
         scenarios = scenario_table(judged, q, ds, doc["experiment"]["baseline"], s)
     except (BenchError, ResultError, OSError, KeyError, TypeError, ValueError) as exc:
         why = one_line(exc) if isinstance(exc, (BenchError, ResultError)) else f"{type(exc).__name__}: {exc}"
         return [Row(f"{label}: replay", "the committed run files evaluated", "ERROR", how, False, why)]
     fresh = json.loads(json.dumps({"systems": results, "calibration": calibration, "power": power,
                                    "scenarios": scenarios}, default=float))
+    before_anatomy = not has_anatomy(doc)
+    if before_anatomy:  # written before the error anatomy: the rest is compared, the anatomy cannot be
+        without_anatomy(fresh["systems"])
     rows = [_row(label, f"metrics.json {root}", figure_misses(fresh[root], doc[root], exact),
                  len(leaves(doc[root])), how) for root in REPLAYED]
     if doc.get("scenarios") is not None or fresh["scenarios"] is not None:  # files before v3 have none
         rows.append(_row(label, "metrics.json scenarios", figure_misses(fresh["scenarios"] or {}, doc.get("scenarios") or {}, exact),
                          len(leaves(doc.get("scenarios") or {})), how))
+    if before_anatomy:
+        rows.append(Row(f"{label}: metrics.json anatomy", "today's code on the committed run files",
+                        "not in the committed file", how, True,
+                        "written before the error anatomy (anatomy, version_accuracy): republish to compare it"))
     counts = {"sha256": ds.sha256, "n_vectors": len(corpus), "n_queries": len(q),
               "n_families": int(len(set(q.family.tolist())))}
     rows.append(_row(label, "metrics.json dataset", figure_misses(counts, {k: doc["dataset"].get(k) for k in
