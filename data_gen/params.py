@@ -93,8 +93,15 @@ def _as_dict(value: Any, key: str) -> dict:
     return dict(value)
 
 
+# dataset.* keys of the metadata regime: applied when the dataset is loaded (smartvector_bench/core/dataset/
+# regimes.py), never read by a generator, so the generated files and their sha256 do not depend on them.
+REGIME_KEYS = ("metadata", "metadata_noise")
+
+
 def params_from_config(cfg: dict[str, Any]):
-    """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator."""
+    """Build and validate from the ``dataset`` config (a plain dict); ``name`` picks the generator (the
+    metadata-regime keys, :data:`REGIME_KEYS`, are left out first)."""
+    cfg = {k: v for k, v in cfg.items() if k not in REGIME_KEYS}
     name = cfg.get("name", "versioned_policies")
     if not isinstance(name, str) or name not in VALIDATORS:
         raise BenchError(f"dataset.name={name}: unknown generator; allowed: {', '.join(GENERATORS)} "

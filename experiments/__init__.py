@@ -101,6 +101,12 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("half_life", "main", sweep=True,
            gate_overrides=("retrievers.smartvector.temporal.half_life_days=30",
                            "retrievers.smartvector.confidence.half_life_days=7,365")),
+    # Every system under each metadata regime (dataset.metadata: the store's fields rewritten at load time, the
+    # judgments kept; issue 31): 5 seeds x 4 regimes on the default profile, and the facts data (needs the bundles,
+    # so it is checked from results/, not rerun). The gate reruns one created_only job (the other regimes' code
+    # paths are the unit tests'; full is the seeds sweep's job).
+    Preset("regimes", "main", sweep=True, gate_overrides=("dataset.seed=1", "dataset.metadata=created_only")),
+    Preset("regimes_facts", "main", sweep=True, regress=False, gate_overrides=("dataset.metadata=full,created_only",)),
     Preset("tune", "main", sweep=True,
            gate_overrides=("retrievers.smartvector.weights.semantic=0.7", "retrievers.smartvector.weights.temporal=0",
                            "retrievers.smartvector.weights.confidence=0.25",

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from data_gen.params import params_from_config
+from smartvector_bench.core.dataset.regimes import DEFAULT_REGIME, NoiseSettings, regime_settings
 from smartvector_bench.core.embedding import validate_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.settings import section
@@ -93,11 +94,13 @@ def chosen_systems(cfg: dict) -> list[str]:
 
 
 def check_dataset(cfg: dict) -> None:
-    """``dataset.path`` must be an existing folder (its files are checked when loaded, before any write);
-    otherwise every generator key is checked."""
+    """``dataset.metadata`` / ``dataset.metadata_noise`` (:func:`check_regime`); then ``dataset.path`` must be an
+    existing folder (its files are checked when loaded, before any write); otherwise every generator key is
+    checked."""
     ds = cfg.get("dataset")
     if not isinstance(ds, dict):
         raise BenchError(f"dataset={ds!r}: must be a config group (dataset=versioned_policies, ...)")
+    check_regime(cfg)
     path = ds.get("path")
     if path is not None and path != "":
         if not isinstance(path, str):
@@ -109,6 +112,21 @@ def check_dataset(cfg: dict) -> None:
             raise BenchError(f"dataset.path={path}: is a file, not a dataset folder; expected {DATASET_FOLDER}")
         return
     params_from_config(dict(ds))
+
+
+# The experiments that serve the retrievers a rewritten corpus (dataset.metadata); the others refuse a regime.
+REGIME_EXPERIMENTS = ("main",)
+
+
+def check_regime(cfg: dict) -> tuple[str, NoiseSettings]:
+    """``dataset.metadata`` (full, no_valid_to, created_only, noisy) and ``dataset.metadata_noise``, each key
+    checked; a regime other than ``full`` only for experiment=main (smartvector_bench/core/dataset/regimes.py)."""
+    regime, noise = regime_settings(cfg.get("dataset"))
+    experiment = (cfg.get("experiment") or {}).get("name", "main")
+    if regime != DEFAULT_REGIME and experiment not in REGIME_EXPERIMENTS:
+        raise BenchError(f"dataset.metadata={regime}: experiment={experiment} runs on the full metadata only (the "
+                         f"regimes are for experiment={' / '.join(REGIME_EXPERIMENTS)}); drop dataset.metadata")
+    return regime, noise
 
 
 def check_embedder(cfg: dict) -> None:

@@ -72,8 +72,8 @@ from smartvector_bench.core.results import LvlEval
 from smartvector_bench.core.settings import choice
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
-from experiments.config import (ExperimentSettings, VECTOR_S, check_data_bounds, check_embedder, check_resampling,
-                                experiment_settings)
+from experiments.config import (ExperimentSettings, VECTOR_S, check_data_bounds, check_embedder, check_regime,
+                                check_resampling, experiment_settings)
 
 
 # The run draws no figure: paper_figures/fig_lvl_eval.py draws them from lvl_eval.json alone.
@@ -142,6 +142,7 @@ def check_corpus_fields(dataset) -> None:
 def validate(cfg: dict) -> LvlEvalSettings:
     """``experiment.*``, the dataset (an lvl_corpus) and the embedder keys, before any work or write."""
     s = settings(cfg.get("experiment"))
+    check_regime(cfg)  # dataset.metadata: full only
     check_dataset_config(dict(cfg["dataset"]))
     check_embedder(cfg)
     return s

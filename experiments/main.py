@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +21,7 @@ from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
 from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
 from smartvector_bench.core.dataset.manifest import query_shortfall
+from smartvector_bench.core.dataset.regimes import apply_regime, regime_record, regime_settings
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
@@ -33,10 +34,11 @@ from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import AuditsConsolidation, FitsOnDev, RanksByKey, ReadsLabels, ScoresHits
+from smartvector_bench.systems.base import (AuditsConsolidation, FitsOnDev, RanksByKey, ReadsLabels, ScoresHits,
+                                           TrainsOnDev)
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.timeutil import format_iso, from_days
-from experiments.tuning import fit_on_dev
+from experiments.tuning import fit_on_dev, train_on_dev
 from experiments.config import (  # noqa: F401 - re-exported
     MAXIMUM, check_dataset, check_embedder, check_evaluation_bounds, check_systems_on, chosen_systems,
     experiment_settings)
@@ -109,6 +111,18 @@ def prepare_dataset(cfg: dict, out_dir: Path) -> Dataset:
     target = out_dir / "dataset"
     write_from_config(ds_cfg, target, overwrite=True)
     return load_dataset(target)
+
+
+def served_corpus(cfg: dict, dataset: Dataset):
+    """The corpus the retrievers see: ``dataset.corpus`` under ``dataset.metadata`` (full: equal arrays;
+    smartvector_bench/core/dataset/regimes.py). The evaluator keeps ``dataset.corpus`` (the true windows)."""
+    return apply_regime(dataset.corpus, *regime_settings(cfg["dataset"]))
+
+
+def _regime_extras(cfg: dict) -> dict:
+    """metrics.json's ``dataset.metadata`` (the regime and its noise settings), only when it is not ``full``."""
+    record = regime_record(*regime_settings(cfg["dataset"]))
+    return {"metadata": record} if record else {}
 
 
 def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset) -> tuple[dict, dict[str, str]]:
@@ -195,14 +209,18 @@ def calibrate(run: Run, correct: np.ndarray, queries, s: MainSettings) -> dict:
 
 
 def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
-                  unmeasured: dict[str, str] | None = None) -> tuple[dict, dict, dict, dict]:
+                  unmeasured: dict[str, str] | None = None, labels=None) -> tuple[dict, dict, dict, dict]:
     """Everything metrics.json holds about the ranked lists, from the runs alone: each system's judgments, its
-    metrics per split (paired tests against ``s.baseline`` when it ran), its calibration, and the power analysis.
-    ``unmeasured``: the dataset's ``measured.unmeasured`` (None: everything is measured). The gate replays
-    committed run files through it (``tools/gate/replay.py``)."""
+    metrics per split (paired tests against ``s.baseline`` when it ran) with the anatomy of its wrong top-1s
+    (``anatomy``, ``version_accuracy``: core/metrics/anatomy.py), its calibration, and the power analysis.
+    ``unmeasured``: the dataset's ``measured.unmeasured`` (None: everything is measured); ``labels``: the
+    dataset's labels (None: the anatomy's label classes are not measured). The gate replays committed run files
+    through it (``tools/gate/replay.py``)."""
+    from smartvector_bench.core.metrics import anatomy
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
     baseline_correct = judged[baseline]["correct"] if baseline in runs else None
+    missing = anatomy.gaps(labels, unmeasured)  # {input: reason} of the labels the anatomy lacks
     results = {}
     for name, r in tqdm(runs.items(), desc="evaluate", disable=not s.progress, leave=False):
         results[name] = {split: evaluate_split(r, queries, split, baseline_correct=baseline_correct,
@@ -211,6 +229,11 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
                                                n_permutations=s.n_permutations, judged=judged[name],
                                                unmeasured=unmeasured)
                          for split in SPLITS}
+        classes = anatomy.run_classes(r.top1, judged[name]["correct"], queries, corpus, labels, missing)
+        for split, out in results[name].items():  # the true corpus times, never a retriever's
+            rows = np.asarray(queries.split) == split
+            out.update(anatomy.split_anatomy(classes[rows], np.asarray(queries.family, dtype=object)[rows],
+                                             s.n_boot, s.bootstrap_seed, missing))
     calibration = {name: calibrate(r, judged[name]["correct"], queries, s) for name, r in runs.items()}
     power_ref = s.power_reference
     power_ref = power_ref if power_ref in runs else baseline if baseline in runs else next(iter(runs))
@@ -246,9 +269,10 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     embedder = build_embedder(dict(cfg["embedder"]))  # before writing anything: a bad embedder config stops here
     dataset = prepare_dataset(cfg, out_dir)
     check_evaluation_bounds(s, dataset, len(systems))  # k, ece_bins and the resampling, before any embedding
-    corpus, queries = dataset.corpus, dataset.queries
+    corpus, queries = dataset.corpus, dataset.queries  # the truth: everything judged reads these
+    served = served_corpus(cfg, dataset)  # what the retrievers see (dataset.metadata)
     # before any text is embedded: labels/ and the metadata each system needs
-    retrievers, skipped = usable_systems(cfg, retrievers, dataset)
+    retrievers, skipped = usable_systems(cfg, retrievers, replace(dataset, corpus=served))
     systems = [n for n in systems if n in retrievers]
     for name, why in skipped.items():
         print(f"not run: {why}", file=sys.stderr)
@@ -265,9 +289,11 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         t = time.perf_counter()
         retriever = retrievers[name]
         if isinstance(retriever, FitsOnDev):  # its settings fitted on the dev queries first (experiments/tuning.py)
-            fit_on_dev(name, retriever, corpus, corpus_vecs, serve_time, query_vecs, queries, k, s.progress)
+            fit_on_dev(name, retriever, served, corpus_vecs, serve_time, query_vecs, queries, k, s.progress)
         with retriever_call(name, "index"):
-            retriever.index(corpus, corpus_vecs, serve_time)
+            retriever.index(served, corpus_vecs, serve_time)
+        if isinstance(retriever, TrainsOnDev):  # trained on the dev queries' qrels only (experiments/tuning.py)
+            train_on_dev(name, retriever, query_vecs, queries)
         extra = {}
         if isinstance(retriever, ReadsLabels):  # only a declared ceiling (the oracle) sees labels
             with retriever_call(name, "index_labels"):
@@ -287,7 +313,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         infos[name] = _info(name, retriever, queries, unmeasured)
 
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
-    judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s, unmeasured=unmeasured)
+    judged, results, calibration, power = evaluate_runs(runs, queries, corpus, s, unmeasured=unmeasured,
+                                                        labels=dataset.labels)
     per_query = measured.per_query_clusters(dataset)
     scenarios = scenario_table(judged, queries, dataset, baseline, s)
     result = MainMetrics(
@@ -297,7 +324,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                  "path": str(dataset.path), "sha256": dataset.sha256, "n_vectors": len(corpus),
                  "n_queries": len(queries), "seed": dataset.seed,
                  "n_families": int(len(set(queries.family.tolist()))),
-                 "labels": dataset.labels is not None, **_dataset_extras(dataset),
+                 "labels": dataset.labels is not None, **_dataset_extras(dataset), **_regime_extras(cfg),
                  **({measured.CLUSTERS: per_query} if per_query else {})},
         embedder=embedder.model_id,
         experiment={"name": s.name, "baseline": baseline, "baseline_run": baseline in runs, "k": k,

@@ -33,7 +33,7 @@ from smartvector_bench.core.shortcut_learned import (FEATURES, GBM_FOLDS, GBM_LE
 from smartvector_bench.core.shortcuts import (ALL_RULES, CERTAINTY_LEXICON, CERTAINTY_RE, HEDGE_LEXICON, HEDGE_RE,
                                               KIND_ORDER, LEARNED_RULES, METADATA_CUES, NEWEST_TOP_M, SURFACE_CUES,
                                               TRUST_CUES, audit, length_rank, lexicon_count, version_groups)
-from experiments.config import check_embedder
+from experiments.config import check_embedder, check_regime
 
 CSV_FIELDS = ("profile", "seed", "dataset_sha256", "rule", "kind", "keep", "dev_top1", "test_top1", "test_gain",
               "n_test", "n_test_families")
@@ -259,6 +259,7 @@ def validate(cfg: dict) -> tuple[list[str], list[int], float]:
     generates its own datasets and reads their labels/: ``dataset.path`` (an external folder) is refused, and so is
     a profile of another generator (git_history, lvl_corpus), each in one line."""
     profiles, seeds, bar = _settings(dict(cfg.get("experiment") or {}))
+    check_regime(cfg)  # dataset.metadata: full only
     path = (cfg.get("dataset") or {}).get("path")
     if path:
         raise BenchError(f"dataset.path={path}: experiment=shortcut_audit does not read a dataset folder; it generates "

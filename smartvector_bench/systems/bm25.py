@@ -22,8 +22,7 @@ from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
-from smartvector_bench.systems.base import require_fields
-from smartvector_bench.systems.valid_cosine import IN_FORCE_FIELDS, in_force
+from smartvector_bench.systems.valid_cosine import in_force, require_in_force
 
 logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets its own logger to DEBUG on import
 
@@ -111,4 +110,4 @@ class BM25Valid(BM25):
         super().__init__(name, **params)
 
     def check_dataset(self, corpus: Corpus) -> None:
-        require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")
+        require_in_force(self.name, corpus, "it keeps the chunks in force at as_of")

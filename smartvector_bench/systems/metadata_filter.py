@@ -17,10 +17,9 @@ import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.run import Run
-from smartvector_bench.systems.base import require_fields
 from smartvector_bench.systems.cosine_baseline import CosineBaseline, rank_head_by
 from smartvector_bench.systems.cosine_baseline import cosine_confidence
-from smartvector_bench.systems.valid_cosine import IN_FORCE_FIELDS, in_force
+from smartvector_bench.systems.valid_cosine import in_force, require_in_force
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,8 @@ class MetadataFilter(CosineBaseline):
     rank_key = "authority among the most similar candidates"  # RanksByKey: the score is the cosine
 
     def check_dataset(self, corpus: Corpus) -> None:
-        require_fields(self.name, corpus, (*IN_FORCE_FIELDS, "authority"),
-                       "it keeps the chunks valid at as_of and puts the most authoritative first")
+        require_in_force(self.name, corpus, "it keeps the chunks valid at as_of and puts the most authoritative "
+                         "first", extra=("authority",))
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:

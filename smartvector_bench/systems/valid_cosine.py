@@ -33,12 +33,21 @@ class ValidCosineParams:
 IN_FORCE_FIELDS = ("created_at", "valid_from", "valid_to")  # what in_force reads
 
 
+def require_in_force(system: str, corpus: Corpus, why: str, extra: tuple[str, ...] = ()) -> None:
+    """``check_dataset`` of a system that reads validity windows. A store that gives only ``created_at``
+    (``dataset.metadata=created_only``) is served in a degraded mode: each window holds the loader's defaults,
+    [created_at, +inf), so "in force" is "created by as_of". Without ``created_at`` the system refuses, naming
+    every window field (a loaded dataset gives the three together or none: the message is as before)."""
+    need = ("created_at",) if "created_at" in corpus.present else IN_FORCE_FIELDS
+    require_fields(system, corpus, (*need, *extra), why)
+
+
 class ValidCosine(CosineBaseline):
     name = "valid_cosine"
     PARAMS = ValidCosineParams
 
     def check_dataset(self, corpus: Corpus) -> None:
-        require_fields(self.name, corpus, IN_FORCE_FIELDS, "it keeps the chunks in force at as_of")
+        require_in_force(self.name, corpus, "it keeps the chunks in force at as_of")
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:

@@ -54,7 +54,8 @@ from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import choice, section
 from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
 from smartvector_bench.core.timeutil import format_iso, from_days
-from smartvector_bench.systems.base import gather_hits, hit_columns, require_fields
+from smartvector_bench.systems.base import gather_hits, hit_columns
+from smartvector_bench.systems.valid_cosine import require_in_force
 
 DEFAULT_WEIGHTS = {"semantic": 0.5, "temporal": 0.2, "confidence": 0.2, "relational": 0.1}
 
@@ -144,9 +145,9 @@ class KGSmartVector:
         self._tmp: tempfile.TemporaryDirectory | None = None
 
     def check_dataset(self, corpus: Corpus) -> None:
-        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to"),
-                       "each entity's creation time and validity window drive its confidence decay and "
-                       "temporal validity")
+        require_in_force(self.name, corpus,  # created_only: windows [created_at, +inf), no chains, no edges
+                         "each entity's creation time and validity window drive its confidence decay and "
+                         "temporal validity")
 
     # -- weights -------------------------------------------------------------------------------------------
     def set_retrieval_weights(self, w1: float, w2: float, w3: float, w4: float) -> None:

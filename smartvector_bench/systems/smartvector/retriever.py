@@ -85,7 +85,8 @@ from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_f
 from smartvector_bench.systems.smartvector.signals.relational import RelationalParams, relational_signal
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams, temporal_signal
 from smartvector_bench.core.timeutil import format_iso, from_days
-from smartvector_bench.systems.base import gather_hits, hit_columns, require_fields
+from smartvector_bench.systems.base import gather_hits, hit_columns
+from smartvector_bench.systems.valid_cosine import require_in_force
 from smartvector_bench.systems.smartvector.compact import ExactColumn
 from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f32
 from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
@@ -179,8 +180,8 @@ class SmartVector:
         self._kernel_info: dict = {}  # the exhaustive kernel's counters for last_search
 
     def check_dataset(self, corpus: Corpus) -> None:
-        require_fields(self.name, corpus, ("created_at", "valid_from", "valid_to"),
-                       "its temporal signal and confidence decay read each chunk's age and validity window")
+        require_in_force(self.name, corpus,  # created_only: windows [created_at, +inf), no chains, no edges
+                         "its temporal signal and confidence decay read each chunk's age and validity window")
 
     # -- ingest + consolidation ----------------------------------------------------------------------------
     def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
