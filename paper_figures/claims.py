@@ -46,6 +46,7 @@ from smartvector_bench.core.results import (  # noqa: E402
 )
 from smartvector_bench.core.results.base import check, check_type, read_json  # noqa: E402
 from paper_figures.facts_sections import sections as facts_sections  # noqa: E402
+from paper_figures.best_sections import sections as best_sections  # noqa: E402
 
 START, END = "<!-- claims:start -->", "<!-- claims:end -->"
 # The files whose marked sections --write-readme rewrites (each section lives in exactly one of them).
@@ -303,7 +304,7 @@ def sections(results: Path) -> dict[str, str]:
                                   lambda doc: feedback_loop._table(doc, doc["summary"]), 2),
             "half_life": _half_life_section(results), "tune": _tune_section(results),
             "handbook": _handbook_section(results), "handbook_categories": _handbook_categories(results),
-            **facts_sections(results), "schema": field_table() + "\n"}
+            **facts_sections(results), **best_sections(results), "schema": field_table() + "\n"}
 
 
 def write_readme(readme: Path, texts: dict[str, str] | str) -> None:
