@@ -61,11 +61,13 @@ def _run_line(results: Path, folder: str, what: str) -> str:
     if not scored:
         return f"| {folder} ({what}) | not measured (no system's test top-1) | | |"
     best = max(sorted(scored), key=lambda s: (scored[s], s == REFERENCE))  # ties: the reference, then by name
+    ties = [s for s in sorted(scored) if s != best and scored[s] == scored[best]]
+    best_text = best + (f" (tied: {', '.join(ties)})" if ties else "")
     ci = test[best].get(M.ci(M.TOP1)) or [None, None]
     interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
     ref = scored.get(REFERENCE)
     paired = "it is the reference" if best == REFERENCE else _paired(results / folder, best)
-    return f"| {folder} ({what}) | {best} | {_pct(scored[best])}{interval} | {_pct(ref)} | {paired} |"
+    return f"| {folder} ({what}) | {best_text} | {_pct(scored[best])}{interval} | {_pct(ref)} | {paired} |"
 
 
 def _seeds_line(results: Path) -> str:
@@ -76,6 +78,7 @@ def _seeds_line(results: Path) -> str:
     test = df[(df["split"] == "test") & ~df["system"].isin(CEILINGS)]
     mean = test.groupby("system")["correct"].mean()
     best = max(sorted(mean.index), key=lambda s: (mean[s], s == REFERENCE))
+    ties = [s for s in sorted(mean.index) if s != best and mean[s] == mean[best]]
     if best == REFERENCE:
         paired = "it is the reference"
     else:
@@ -84,7 +87,8 @@ def _seeds_line(results: Path) -> str:
                   f"{100 * p.diff:+.1f} points over {REFERENCE} (pooled paired cluster permutation p = "
                   f"{p.p_value:.3g}, {p.n_seeds} seeds, {p.n_clusters} clusters)")
     seeds = sorted(set(test["dataset_seed"].astype(int)))
-    return (f"| seeds (default profile, seeds {', '.join(map(str, seeds))} pooled) | {best} | {_pct(float(mean[best]))} "
+    return (f"| seeds (default profile, seeds {', '.join(map(str, seeds))} pooled) | "
+            f"{best}{' (tied: ' + ', '.join(ties) + ')' if ties else ''} | {_pct(float(mean[best]))} "
             f"| {_pct(float(mean.get(REFERENCE, np.nan)))} | {paired} |")
 
 

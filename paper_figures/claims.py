@@ -236,6 +236,21 @@ def _oracle_section(results: Path) -> str:
     return ("\n".join(out) if any_rows else "not measured (missing run files)") + "\n"
 
 
+def _learned_above_oracle(results: Path, system: str = "ltr") -> str:
+    """One sentence per published run: the test queries ``system`` gets right and the oracle wrong (README)."""
+    parts = []
+    for rel in ("main", "main_large", "handbook", "facts"):
+        g = next((x for x in oracle_gaps(results, rel) if x["system"] == system), None)
+        if g is not None:
+            cats = f" ({', '.join(g['categories'])})" if g["categories"] else ""
+            stale = f", the oracle's answer stale on {g['oracle_stale']} of them" if g["above"] else ""
+            parts.append(f"{rel} {g['above']}{cats}{stale}")
+    if not parts:
+        return f"not measured (missing run_{system}.jsonl / run_oracle.jsonl)\n"
+    return (f"Test queries `{system}` answers right where the label-reading oracle does not (by query category): "
+            + "; ".join(parts) + ".\n")
+
+
 def _sweep_seed(results: Path, preset: str) -> str:
     """The dataset seed(s) of a stored sweep, from its tidy.csv (so a table never claims more seeds than ran)."""
     path = results / preset / TIDY
@@ -299,6 +314,7 @@ def sections(results: Path) -> dict[str, str]:
             "main_large": _main_section(results, "main_large"), "audit": _audit_section(results),
             "scenarios": _scenarios_section(results),
             "seeds": _seeds_section(results), "oracle": _oracle_section(results),
+            "ltr_oracle": _learned_above_oracle(results),
             "reembed": _rendered(results, "reembed_cost", ReembedCost, reembed_cost.render, 2),
             "feedback": _rendered(results, "feedback_loop", FeedbackLoop,
                                   lambda doc: feedback_loop._table(doc, doc["summary"]), 2),

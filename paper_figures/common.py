@@ -66,11 +66,13 @@ PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-
 # frozen SmartVector follow. Unknown names come after these, sorted.
 SYSTEM_ORDER = (*report.SYSTEM_ORDER, "smartvector_live", "smartvector_frozen")
 # Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
-BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine")
+BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
+             "ltr")
 CEILINGS = ("oracle",)
 CEILING_HATCH = "////"
 PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
-           "recent_cosine": "#e377c2", "smartvector": "#1f77b4", "smartvector_soft": "#6baed6",
+           "recent_cosine": "#e377c2", "valid_authority": "#17a589", "hybrid_valid": "#b5cf6b", "ltr": "#e7298a",
+           "smartvector": "#1f77b4", "smartvector_soft": "#6baed6",
            "smartvector_tuned": "#08519c",
            "smartvector_ref": "#9467bd", "smartvector_ref_soft": "#c5b0d5",
            "livevectorlake": "#2ca02c", "kg_smartvector": "#ff7f0e", "metadata_filter": "#8c564b",

@@ -522,11 +522,13 @@ def test_the_facts_prose_holds_on_the_committed_results():
     man = json.loads((REPO / "results" / "facts" / "manifest.json").read_text())
     t = {name: s["test"] for name, s in m["systems"].items()}
     deployable = {n: v["top1"] for n, v in t.items() if n != "oracle"}
-    # no system is near the ceiling; the window with cosine is the best deployable system (tied by the two that
-    # rank the same in-force chunks), and BM25 within the window falls well below it
+    # no system is near the ceiling; the window with cosine is the best deployable system (tied by the three that
+    # rank the same in-force chunks) but for ltr, not significantly above it; BM25 within the window falls well below
     assert max(deployable.values()) < 0.5 < t["oracle"]["top1"]
-    assert t["valid_cosine"]["top1"] == max(deployable.values())
-    assert t["livevectorlake"]["top1"] == t["metadata_filter"]["top1"] == t["valid_cosine"]["top1"]
+    above = [n for n, v in deployable.items() if v > t["valid_cosine"]["top1"]]
+    assert above == ["ltr"] and paired_p("facts", "valid_cosine", "ltr") >= 0.05
+    assert t["livevectorlake"]["top1"] == t["metadata_filter"]["top1"] == t["valid_authority"]["top1"] == \
+        t["valid_cosine"]["top1"]
     assert t["bm25_valid"]["top1"] < t["valid_cosine"]["top1"]
     assert paired_p("facts", "bm25_valid", "valid_cosine") < 0.05
     assert round(100 * man["counts"]["question_overlap"]["mean"]) == 18

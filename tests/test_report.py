@@ -129,7 +129,7 @@ def test_results_page_has_every_run_sweep_and_the_claims(results_page):
     runs = [s.attrs["data-run"] for s in results_page.find("section", cls="run")]
     assert runs == ["main", "main_large", "facts", "handbook"]
     sweeps = sorted(s.attrs["data-sweep"] for s in results_page.find("section", cls="sweep"))
-    assert sweeps == ["ablation", "contradiction_sweep", "half_life", "seeds", "tune"]
+    assert sweeps == ["ablation", "contradiction_sweep", "half_life", "regimes", "regimes_facts", "seeds", "tune"]
     rows = results_page.one("section", id="claims").one("table", cls="claims-table").find("tr", data_outcome=True)
     want = C.claim_rows(RESULTS)
     assert len(rows) == len(want)

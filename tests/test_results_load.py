@@ -14,7 +14,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results import RUN_COLUMNS, SOURCE, load
 
 RESULTS = Path(__file__).resolve().parent.parent / "results"
-SWEEPS = ("ablation", "contradiction_sweep", "half_life", "seeds", "tune")
+SWEEPS = ("ablation", "contradiction_sweep", "half_life", "regimes", "regimes_facts", "seeds", "tune")
 RUNS = ("main", "main_large", "facts", "handbook")
 
 

@@ -17,7 +17,8 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 COMMITTED = {"main": MainMetrics, "main_large": MainMetrics, "handbook": MainMetrics, "facts": MainMetrics,
              "reembed_cost": ReembedCost,
              "feedback_loop": FeedbackLoop, "lvl_eval": LvlEval, "seeds": SweepSummary, "ablation": SweepSummary,
-             "contradiction_sweep": SweepSummary, "half_life": SweepSummary, "tune": SweepSummary}
+             "contradiction_sweep": SweepSummary, "half_life": SweepSummary, "tune": SweepSummary,
+             "regimes": SweepSummary, "regimes_facts": SweepSummary}
 
 
 @pytest.mark.parametrize("folder", sorted(COMMITTED))

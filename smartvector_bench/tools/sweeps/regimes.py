@@ -26,6 +26,7 @@ from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset.regimes import REGIMES
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.metrics import paired_cluster_permutation_test
+from smartvector_bench.core.report import ordered
 
 PROG = "python -m smartvector_bench.tools.sweeps.regimes"
 COLUMNS = ("system", "regime", "n_queries", "n_seeds", "top1", "drop", "n_paired", "n_clusters", "p_value")
@@ -141,7 +142,7 @@ def markdown(table: pd.DataFrame, split: str = "test") -> str:
              f"({'/'.join(map(str, seeds))} per cell); in brackets: the paired change from full in points and the "
              "cluster permutation p-value (clusters: seed x family). Empty: the regime left the system out.", "",
              "| system | " + " | ".join(regimes) + " |", "|---" * (len(regimes) + 1) + "|"]
-    for system in dict.fromkeys(table["system"]):
+    for system in ordered(set(table["system"])):  # the main table's order
         cells = {r.regime: _cell(r) for r in table[table["system"] == system].itertuples()}
         lines.append(f"| {system} | " + " | ".join(cells.get(g, "") for g in regimes) + " |")
     return "\n".join(lines) + "\n"
