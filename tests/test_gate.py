@@ -182,6 +182,23 @@ def test_an_edited_committed_number_fails_even_with_forged_hashes(root):
     assert "table.md" in bad[1]
 
 
+def test_a_committed_file_without_the_error_anatomy_fails_even_with_forged_hashes(root):
+    def strip(d):
+        for per in d["systems"].values():
+            for m in per.values():
+                for key in ("anatomy", "version_accuracy", "version_accuracy_ci"):
+                    m.pop(key, None)
+    edit_json(root / "main" / "metrics.json", strip)
+    prov = root / "main" / "PROVENANCE.json"
+    if prov.is_file():
+        prov.unlink()
+    assert gate_cli.main(["--write-expected", "--results-from", str(root), "--expected",
+                          str(root / "expected.json")]) == 0
+    bad = committed_misses(root)
+    assert any("metrics.json anatomy" in b and "republish" in b for b in bad), bad
+    assert any("metrics.json systems" in b and ".anatomy." in b for b in bad), bad
+
+
 @pytest.mark.parametrize("field", ["labels", "stale", "family"])
 def test_a_wrong_hit_label_or_field_in_a_committed_run_file_fails_the_replay(root, field):
     done = []

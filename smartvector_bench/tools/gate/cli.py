@@ -21,7 +21,7 @@ from smartvector_bench.tools.gate.outputs import compare_outcomes, compare_resul
 from smartvector_bench.tools.gate.replay import leaves
 from smartvector_bench.tools.gate.rerun import (GATE_RERUN_EXTRA, RERUN_ENV, add_rerun_options, bench_executable,
                                                 rerun_many)
-from smartvector_bench.tools.gate.sweep_reruns import SWEEPS, rerun_sweeps
+from smartvector_bench.tools.gate.sweep_reruns import RERUN_BY_DEFAULT, SWEEPS, rerun_sweeps
 from smartvector_bench.tools.gate.tolerances import exact_host
 
 
@@ -39,7 +39,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "rerun the experiments and compare their ranked lists with the committed ones; exit 1 on any miss."))
     ap.add_argument("--only", action="append", metavar="NAMES", help=(
         f"comma-separated experiments ({', '.join(n for n, e in EXPERIMENTS.items() if e.regress)}) or sweep presets "
-        f"({', '.join(SWEEPS)}) to rerun or compare; default: all (the committed check covers everything)"))
+        f"({', '.join(SWEEPS)}) to rerun or compare; default: all but those checked from results/ only "
+        f"(handbook, facts, regimes_facts: they need the git bundles; the committed check covers everything)"))
     ap.add_argument("--results", type=Path, metavar="DIR",
                     help="the results root to compare with (default: the manifest's root, results/)")
     ap.add_argument("--expected", type=Path, help="the manifest (default: <--results>/expected.json, "
@@ -111,7 +112,7 @@ def run_gate(args: argparse.Namespace) -> int:
     only = _names(args.only)
     names = [n for n in (only or EXPERIMENTS) if n in EXPERIMENTS and (only or EXPERIMENTS[n].regress)
              and experiment_dir(root, n) is not None and (root / n).is_dir()]
-    sweeps = [p for p in (only or SWEEPS) if p in SWEEPS and (root / p / "tidy.csv").is_file()]
+    sweeps = [p for p in (only or RERUN_BY_DEFAULT) if p in SWEEPS and (root / p / "tidy.csv").is_file()]
     committed: list[Row] = []
     if not args.no_committed:
         tc = time.perf_counter()

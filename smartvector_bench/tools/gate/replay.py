@@ -49,17 +49,6 @@ def has_anatomy(doc: dict) -> bool:
                for m in (per or {}).values())
 
 
-def without_anatomy(systems: dict) -> dict:
-    """``systems`` (evaluate_runs' results, changed in place) as a file written before the anatomy holds it: no
-    ``anatomy``, ``version_accuracy`` or its interval."""
-    from smartvector_bench.core.metrics import names as M
-    for per in systems.values():
-        for m in per.values():
-            for key in (M.ANATOMY, M.VERSION_ACCURACY, M.ci(M.VERSION_ACCURACY)):
-                m.pop(key, None)
-    return systems
-
-
 def _row(label: str, what: str, misses: list[str], n: int, how: str) -> Row:
     got = "equal" if not misses else f"{len(misses)} of {n} differ"
     return Row(f"{label}: {what}", "today's code on the committed run files", got, how, not misses,
@@ -126,18 +115,15 @@ def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> 
         return [Row(f"{label}: replay", "the committed run files evaluated", "ERROR", how, False, why)]
     fresh = json.loads(json.dumps({"systems": results, "calibration": calibration, "power": power,
                                    "scenarios": scenarios}, default=float))
-    before_anatomy = not has_anatomy(doc)
-    if before_anatomy:  # written before the error anatomy: the rest is compared, the anatomy cannot be
-        without_anatomy(fresh["systems"])
     rows = [_row(label, f"metrics.json {root}", figure_misses(fresh[root], doc[root], exact),
                  len(leaves(doc[root])), how) for root in REPLAYED]
     if doc.get("scenarios") is not None or fresh["scenarios"] is not None:  # files before v3 have none
         rows.append(_row(label, "metrics.json scenarios", figure_misses(fresh["scenarios"] or {}, doc.get("scenarios") or {}, exact),
                          len(leaves(doc.get("scenarios") or {})), how))
-    if before_anatomy:
+    if not has_anatomy(doc):  # every published main-kind file holds it since issue 31: a file without it fails
         rows.append(Row(f"{label}: metrics.json anatomy", "today's code on the committed run files",
-                        "not in the committed file", how, True,
-                        "written before the error anatomy (anatomy, version_accuracy): republish to compare it"))
+                        "not in the committed file", how, False,
+                        "the error anatomy (anatomy, version_accuracy) is missing: republish this result"))
     counts = {"sha256": ds.sha256, "n_vectors": len(corpus), "n_queries": len(q),
               "n_families": int(len(set(q.family.tolist())))}
     rows.append(_row(label, "metrics.json dataset", figure_misses(counts, {k: doc["dataset"].get(k) for k in

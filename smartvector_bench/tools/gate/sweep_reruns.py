@@ -22,6 +22,9 @@ from smartvector_bench.tools.gate.rerun import log_tail, run_logged
 RUNS = "runs"  # results/<preset>/runs/<job_dir>/: the jobs the gate reruns, with their metrics.json and run files
 REDUCED: dict[str, tuple[str, ...]] = {n: p.gate_overrides for n, p in SWEEP_PRESETS.items()}
 SWEEPS = tuple(REDUCED)
+# The sweeps `make regress` reruns unless asked by name: not those checked from results/ only (``regress=False``,
+# e.g. regimes_facts, which needs the git bundles in ../shared/corpora as experiment=facts does).
+RERUN_BY_DEFAULT = tuple(n for n, p in SWEEP_PRESETS.items() if p.regress)
 
 
 def _norm(v) -> object:  # a swept value as tidy.csv and the command line write it: 0, 0.0 and "0" are one value
