@@ -281,3 +281,20 @@ def test_mde_shape_and_edges():
                    {"p0": 0.5, "n_effective": 10, "alpha": 0.0}, {"p0": 0.5, "n_effective": 10, "power": 0.01}):
         with pytest.raises(ValueError):
             minimum_detectable_difference(**kwargs)
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_the_ratio_fast_path_is_the_generic_cluster_bootstrap_exactly(seed):
+    from smartvector_bench.core.metrics.clustered import cluster_bootstrap_ratio_ci
+
+    rng = np.random.default_rng(seed)
+    clusters = rng.integers(0, 9, size=120)
+    den = rng.random(120) < 0.7
+    num = den & (rng.random(120) < 0.6)
+    generic = cluster_bootstrap_ci(lambda a, b: a.sum() / b.sum(), (num, den), clusters, n_boot=300, seed=seed)
+    assert cluster_bootstrap_ratio_ci(num, den, clusters, n_boot=300, seed=seed) == generic
+    # a resample with no denominator at all makes the bounds NaN, as the generic bootstrap's NaN statistic does
+    sparse = np.zeros(120, dtype=bool)
+    sparse[clusters == 0] = True
+    lo, hi = cluster_bootstrap_ratio_ci(sparse, sparse, clusters, n_boot=300, seed=seed)
+    assert np.isnan(lo) and np.isnan(hi)

@@ -91,7 +91,7 @@ def test_created_only_keeps_created_at_source_authority_offsets_and_texts():
 
 def test_noisy_opens_windows_and_shifts_created_at_only():
     c = hand_corpus()
-    out = apply_regime(c, "noisy", NoiseSettings(open_share=1.0, shift_share=1.0, shift_days=1.0, seed=3))
+    out = apply_regime(c, "noisy", NoiseSettings(open_share=1.0, shift_share=1.0, shift_days=1, seed=3))
     assert changed(c, out) <= {"valid_to", "created_at", "valid_from"}
     assert np.all(np.isinf(out.valid_to)) and out.present == c.present
     d = out.created_at - c.created_at
@@ -136,8 +136,9 @@ def test_noisy_is_seeded_and_respects_its_shares():
     ({"metadata": "foo"}, "dataset.metadata=foo: unknown regime; allowed: full, no_valid_to, created_only, noisy"),
     ({"metadata_noise": {"open_share": 2}}, "dataset.metadata_noise.open_share=2: must be in [0, 1]"),
     ({"metadata_noise": {"shift_share": -0.1}}, "dataset.metadata_noise.shift_share=-0.1: must be in [0, 1]"),
-    ({"metadata_noise": {"shift_days": -1}}, "dataset.metadata_noise.shift_days=-1: must be a number >= 0"),
-    ({"metadata_noise": {"shift_days": "x"}}, "dataset.metadata_noise.shift_days=x: must be a number >= 0"),
+    ({"metadata_noise": {"shift_days": -1}}, "dataset.metadata_noise.shift_days=-1: must be an integer >= 0 (days)"),
+    ({"metadata_noise": {"shift_days": "x"}}, "dataset.metadata_noise.shift_days=x: must be an integer >= 0 (days)"),
+    ({"metadata_noise": {"shift_days": 10.5}}, "dataset.metadata_noise.shift_days=10.5: must be an integer >= 0 (days)"),
     ({"metadata_noise": {"seed": 1.5}}, "dataset.metadata_noise.seed=1.5: must be an integer >= 0"),
     ({"metadata_noise": {"sede": 1}}, "dataset.metadata_noise.sede: unknown key; allowed: open_share, shift_share, "
                                       "shift_days, seed"),
@@ -155,11 +156,11 @@ def test_bad_settings_give_one_line_naming_the_key(ds, message):
 
 def test_defaults_and_the_record():
     assert regime_settings({}) == ("full", NoiseSettings())
-    assert noise_settings({"shift_days": 7}) == NoiseSettings(shift_days=7.0)
+    assert noise_settings({"shift_days": 7}) == NoiseSettings(shift_days=7)
     assert regime_record("full", NoiseSettings()) is None
     assert regime_record("created_only", NoiseSettings()) == {"regime": "created_only"}
     assert regime_record("noisy", NoiseSettings(seed=2)) == {"regime": "noisy", "open_share": 0.3, "shift_share": 0.3,
-                                                             "shift_days": 30.0, "seed": 2}
+                                                             "shift_days": 30, "seed": 2}
     cfg = compose_config(["dataset.metadata=noisy"])
     assert regime_settings(cfg["dataset"]) == ("noisy", NoiseSettings())
 

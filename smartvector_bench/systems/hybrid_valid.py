@@ -47,7 +47,7 @@ def reciprocal_rank_fusion(rankings: list[np.ndarray], n: int, rrf_k: float = 60
 @dataclass(frozen=True)
 class HybridParams:
     depth: int = 100       # how many of each list are fused
-    rrf_k: float = 60.0    # RRF's rank offset (Cormack et al. 2009)
+    rrf_k: int = 60        # RRF's rank offset (Cormack et al. 2009), a whole number of ranks
     k1: float = 1.5        # BM25 term-frequency saturation
     b: float = 0.75        # BM25 length normalisation, in [0, 1]
     POSITIVE = ("depth", "rrf_k")
@@ -90,5 +90,5 @@ class HybridValid:
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]",
-                "rule": f"reciprocal rank fusion (rrf_k={self.p.rrf_k:g}) of the {self.p.depth} best by cosine and "
+                "rule": f"reciprocal rank fusion (rrf_k={self.p.rrf_k}) of the {self.p.depth} best by cosine and "
                         f"by BM25 (k1={self.p.k1}, b={self.p.b}) among the chunks in force at as_of"}

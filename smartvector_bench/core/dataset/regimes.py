@@ -57,7 +57,7 @@ class NoiseSettings:
 
     open_share: float = 0.3   # share of the closed windows left open
     shift_share: float = 0.3  # share of the chunks whose created_at is moved
-    shift_days: float = 30.0  # the move is uniform in [-shift_days, +shift_days] days
+    shift_days: int = 30      # the move is uniform in [-shift_days, +shift_days] days (a whole number of days)
     seed: int = 0
 
     def to_dict(self) -> dict:
@@ -87,22 +87,23 @@ def noise_settings(noise: Any) -> NoiseSettings:
         if not _number(v) or not 0 <= v <= 1:
             raise BenchError(f"dataset.metadata_noise.{key}={v}: must be in [0, 1]")
     v = noise.get("shift_days", NoiseSettings.shift_days)
-    if not _number(v) or v < 0:
-        raise BenchError(f"dataset.metadata_noise.shift_days={v}: must be a number >= 0")
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise BenchError(f"dataset.metadata_noise.shift_days={v}: must be an integer >= 0 (days)")
     v = noise.get("seed", NoiseSettings.seed)
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
         raise BenchError(f"dataset.metadata_noise.seed={v}: must be an integer >= 0")
-    return NoiseSettings(**{k: (float(noise[k]) if k != "seed" else int(noise[k])) for k in noise})
+    return NoiseSettings(**{k: (int(noise[k]) if k in ("seed", "shift_days") else float(noise[k])) for k in noise})
 
 
 def regime_settings(ds_cfg: dict | None) -> tuple[str, NoiseSettings]:
     """``dataset.metadata`` and ``dataset.metadata_noise`` of a dataset config, checked (absent: full, defaults)."""
     ds_cfg = ds_cfg or {}
     regime = ds_cfg.get("metadata", DEFAULT_REGIME)
-    if regime is None:
-        regime = DEFAULT_REGIME
     if not isinstance(regime, str) or regime not in REGIMES:
         raise BenchError(f"dataset.metadata={regime}: unknown regime; allowed: {', '.join(REGIMES)}")
+    if "metadata_noise" in ds_cfg and not isinstance(ds_cfg["metadata_noise"], dict):
+        raise BenchError(f"dataset.metadata_noise={ds_cfg['metadata_noise']}: must be a mapping of "
+                         f"{', '.join(NoiseSettings.__dataclass_fields__)}")
     return regime, noise_settings(ds_cfg.get("metadata_noise"))
 
 

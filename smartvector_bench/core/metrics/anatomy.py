@@ -44,7 +44,7 @@ import numpy as np
 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.clustered import cluster_bootstrap_ci, cluster_bootstrap_mean_ci
+from smartvector_bench.core.metrics.clustered import cluster_bootstrap_mean_ci, cluster_bootstrap_ratio_ci
 
 CLASSES = ("no_result", "other_family", "rumour", "non_answer", "lagging_source", "superseded_version",
            "not_in_force", "other")
@@ -174,7 +174,7 @@ def anatomy_summary(classes, clusters, n_boot: int = 1000, seed: int = 0,
         same = correct | ~np.isin(classes, ["no_result", "other_family"])
         if same.any():
             value = _r(_ratio(correct, same))
-            ci = [_r(b) for b in cluster_bootstrap_ci(_ratio, (correct, same), clusters, **boot)]
+            ci = [_r(b) for b in cluster_bootstrap_ratio_ci(correct, same, clusters, **boot)]
         else:
             skip[VERSION_ACCURACY] = "no top-1 is of its query's family"
     out[VERSION_ACCURACY], out[M.ci(VERSION_ACCURACY)] = value, ci

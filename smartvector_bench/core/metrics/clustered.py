@@ -118,6 +118,26 @@ def cluster_bootstrap_mean_ci(values: np.ndarray, clusters, n_boot: int = 1000, 
     return percentile_bounds(sums[idx].sum(axis=1) / counts[idx].sum(axis=1), level)
 
 
+def cluster_bootstrap_ratio_ci(numerator: np.ndarray, denominator: np.ndarray, clusters, n_boot: int = 1000,
+                               seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Vectorised ``cluster_bootstrap_ci(lambda a, b: a.sum() / b.sum(), (numerator, denominator), clusters, ...)``:
+    the same resamples, the pooled ratio ``sum_g A[g] / sum_g B[g]`` over the drawn clusters (a ratio estimator,
+    e.g. version accuracy given the right family). A resample whose denominator is 0 gives NaN, and then the
+    bounds are NaN, as the generic bootstrap's. Equal to it exactly for integer-valued inputs (sums are exact)."""
+    check_args(n_boot, level)
+    num, den = _outcome(numerator, "numerator"), _outcome(denominator, "denominator")
+    if num.shape != den.shape:
+        raise ValueError(f"numerator and denominator differ in shape: {num.shape} vs {den.shape}")
+    codes, G = _cluster_codes(clusters, num.shape[0])
+    if num.shape[0] == 0:
+        return float("nan"), float("nan")
+    idx = resample_indices(G, n_boot, seed)
+    a = np.bincount(codes, weights=num, minlength=G)[idx].sum(axis=1)
+    b = np.bincount(codes, weights=den, minlength=G)[idx].sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return percentile_bounds(np.where(b > 0, a / np.where(b > 0, b, 1.0), np.nan), level)
+
+
 def paired_cluster_permutation_test(a: np.ndarray, b: np.ndarray, clusters, n_resamples: int = 10000,
                                     seed: int = 0) -> dict:
     """Paired sign-flip permutation test of H0 "A and B do equally well", with clusters as the unit.
