@@ -48,6 +48,17 @@ def margin_confidence(top: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(s1), np.nan, np.where(s1 > 0, ratio, 0.0))
 
 
+def query_texts(system: str, texts: list[str] | None, as_of: np.ndarray) -> np.ndarray:
+    """For a system that reads the query texts: ``as_of`` as a float array, after checking there is one text per
+    as_of time (a one-line error naming the system otherwise)."""
+    if texts is None:
+        raise BenchError(f"{system}: needs the query texts (search(..., texts=[...]))")
+    as_of = np.asarray(as_of, dtype=np.float64).reshape(-1)
+    if len(texts) != len(as_of):
+        raise BenchError(f"{system}: {len(texts)} query texts for {len(as_of)} as_of times")
+    return as_of
+
+
 class BM25:
     """``bm25``: every chunk is a candidate."""
 
@@ -82,11 +93,7 @@ class BM25:
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:
-        if texts is None:
-            raise BenchError(f"{self.name}: needs the query texts (search(..., texts=[...]))")
-        as_of = np.asarray(as_of, dtype=np.float64).reshape(-1)
-        if len(texts) != len(as_of):
-            raise BenchError(f"{self.name}: {len(texts)} query texts for {len(as_of)} as_of times")
+        as_of = query_texts(self.name, texts, as_of)
         scores = self._scores(texts)
         if self.valid:
             scores = np.where(in_force(self.corpus, as_of), scores, -np.inf)

@@ -21,6 +21,13 @@ def cosine_confidence(ranked: np.ndarray, top: np.ndarray) -> np.ndarray:
     return np.where(ranked[:, 0] >= 0, np.clip(np.nan_to_num(top[:, 0]), 0.0, 1.0), np.nan)
 
 
+def ranked_cosine_confidence(cosine: np.ndarray, ranked: np.ndarray) -> np.ndarray:
+    """:func:`cosine_confidence` of a ranking ordered by another score: the top-1's cosine (``cosine`` is (Q, N))
+    clipped to [0, 1]."""
+    top = np.where(ranked >= 0, np.take_along_axis(cosine, np.maximum(ranked, 0), axis=1), np.nan)
+    return cosine_confidence(ranked, top)
+
+
 class CosineBaseline:
     """The configured name, the settings section ``PARAMS`` (checked under ``retrievers.<name>``, unknown keys
     refused), and an index that keeps the corpus and a flat inner-product index over its vectors."""

@@ -23,12 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
-from smartvector_bench.systems.bm25 import BM25
-from smartvector_bench.systems.cosine_baseline import cosine_confidence
+from smartvector_bench.systems.bm25 import BM25, query_texts
+from smartvector_bench.systems.cosine_baseline import ranked_cosine_confidence
 from smartvector_bench.systems.valid_cosine import in_force, require_in_force
 
 
@@ -71,11 +70,7 @@ class HybridValid:
 
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:
-        if texts is None:
-            raise BenchError(f"{self.name}: needs the query texts (search(..., texts=[...]))")
-        as_of = np.asarray(as_of, dtype=np.float64).reshape(-1)
-        if len(texts) != len(as_of):
-            raise BenchError(f"{self.name}: {len(texts)} query texts for {len(as_of)} as_of times")
+        as_of = query_texts(self.name, texts, as_of)
         keep = in_force(self.corpus, as_of)
         cos = np.where(keep, self._index.all_scores(query_vectors), -np.inf)
         bm25 = self._bm25._scores(texts)
@@ -85,8 +80,7 @@ class HybridValid:
         bm25_ranked, _ = rank_by_score(bm25, depth)
         fused = reciprocal_rank_fusion([dense_ranked, bm25_ranked], len(self.corpus), self.p.rrf_k)
         ranked, top = rank_by_score(np.where(fused > 0, fused, -np.inf), k)
-        cos_top = np.where(ranked >= 0, np.take_along_axis(cos, np.maximum(ranked, 0), axis=1), np.nan)
-        return Run(self.name, ranked, top, cosine_confidence(ranked, cos_top))
+        return Run(self.name, ranked, top, ranked_cosine_confidence(cos, ranked))
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]",

@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
+
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import Run, rank_by_score
-from smartvector_bench.systems.cosine_baseline import CosineBaseline, cosine_confidence
+from smartvector_bench.systems.cosine_baseline import CosineBaseline, ranked_cosine_confidence
 from smartvector_bench.systems.valid_cosine import in_force, require_in_force
 
 
@@ -68,24 +69,18 @@ class ValidAuthority(CosineBaseline):
     def candidate(self, params: dict) -> tuple["ValidAuthority", bool]:
         cand = copy.copy(self)
         cand.alpha = float(params.get("alpha", self.alpha))
-        return cand, not hasattr(self, "_index")
+        return cand, True  # a flat index over the corpus: cheap to build for each candidate
 
     def adopt(self, params: dict, report: dict) -> None:
         self.alpha = float(params.get("alpha", self.alpha))
         self.tuning = {"fitted": {"alpha": self.alpha}, **report}
 
     # -- Retriever ------------------------------------------------------------------------------------------------
-    def index(self, corpus: Corpus, vectors: np.ndarray, serve_time: float) -> None:
-        if getattr(self, "corpus", None) is corpus and hasattr(self, "_index"):
-            return  # fitted on this very corpus: the candidates shared this index
-        super().index(corpus, vectors, serve_time)
-
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,
                texts: list[str] | None = None, **labels) -> Run:
         cos = self.cosine_where(query_vectors, in_force(self.corpus, as_of))
         ranked, top = rank_by_score(authority_weighted(cos, self.corpus.authority, self.alpha), k)
-        cos_top = np.where(ranked >= 0, np.take_along_axis(cos, np.maximum(ranked, 0), axis=1), np.nan)
-        return Run(self.name, ranked, top, cosine_confidence(ranked, cos_top))
+        return Run(self.name, ranked, top, ranked_cosine_confidence(cos, ranked))
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]",

@@ -30,7 +30,7 @@ miss that no measured class takes is ``unclassified`` (counted in ``n_unclassifi
 
 Version accuracy given the right family (``version_accuracy_given_family``) is P(top-1 correct | the top-1
 chunk is of the query's family) = correct / (correct + same-family misses), a ratio estimator whose interval is
-a cluster bootstrap of the ratio (``cluster_bootstrap_ci``); None without the families, or when no top-1 is of
+a cluster bootstrap of the ratio (``cluster_bootstrap_ratio_ci``); None without the families, or when no top-1 is of
 its query's family. Shares are of all the split's queries, with percentile cluster-bootstrap intervals over the
 query families, the same ``n_boot`` / ``seed`` for every class and system (paired). Floats are rounded to 6
 decimals, NaN becomes None, as in the evaluator.

@@ -27,7 +27,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
-from smartvector_bench.systems.bm25 import BM25
+from smartvector_bench.systems.bm25 import BM25, query_texts
 from smartvector_bench.systems.ltr.features import CATEGORICAL, FEATURES, DocumentVersions, pair_features
 from smartvector_bench.systems.valid_cosine import in_force
 
@@ -78,9 +78,7 @@ class LTR:
     def _candidates(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str]):
         """(cand, features): (Q, C) candidate rows (-1 padding, each row's candidates ascending) and their
         (Q, C, F) features."""
-        if texts is None or len(texts) != len(query_vectors):
-            raise BenchError(f"{self.name}: needs one query text per query (search(..., texts=[...]))")
-        as_of = np.asarray(as_of, dtype=np.float64).reshape(-1)
+        as_of = query_texts(self.name, texts, as_of)
         n = len(self.corpus)
         depth = min(self.p.depth, n)
         cos = self._index.all_scores(query_vectors)
