@@ -3,22 +3,20 @@ reads no label (highest test top-1; the label-reading ceilings of ``common.CEILI
 its paired cluster permutation test against window + cosine (``valid_cosine``), the verdicts' reference.
 
 Single runs (main, main_large, handbook, facts) are read from ``<folder>/metrics.json`` (point and cluster-bootstrap
-interval) and the two systems' run files (per-query ``correct`` and ``family``, the test's clusters). The seeds sweep
-pools its five seeds from ``seeds/queries.csv`` (clusters: seed x family) with the verdicts' own
+interval) and their run files (``core.claims.run_queries``: per-query outcomes, families as clusters); the seeds
+sweep from ``seeds/queries.csv`` (clusters: seed x family). Both tests are the verdicts' own
 :func:`~smartvector_bench.core.verdicts.pooled.pooled_paired`."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from paper_figures.common import CEILINGS
-from smartvector_bench.core.claims import result
+from smartvector_bench.core.claims import result, run_queries
 from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics import paired_cluster_permutation_test
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.core.verdicts.pooled import pooled_paired
 
@@ -32,24 +30,11 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _test_rows(folder: Path, system: str) -> pd.DataFrame | None:
-    path = folder / f"run_{system}.jsonl"
-    if not path.is_file():
-        return None
-    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()[1:]]
-    df = pd.DataFrame(rows)
-    return df[df["split"] == "test"].set_index("query_id") if len(df) else None
-
-
-def _paired(folder: Path, best: str) -> str:
-    a, b = _test_rows(folder, REFERENCE), _test_rows(folder, best)
-    if a is None or b is None:
-        return f"paired test not measured (missing run_{REFERENCE}.jsonl or run_{best}.jsonl)"
-    j = a[["correct", "family"]].join(b[["correct"]].rename(columns={"correct": "correct_b"}), how="inner")
-    res = paired_cluster_permutation_test(j["correct"].to_numpy(bool), j["correct_b"].to_numpy(bool),
-                                          list(j["family"]), n_resamples=N_RESAMPLES, seed=0)
-    gap = float(j["correct_b"].mean() - j["correct"].mean())
-    return f"{100 * gap:+.1f} points over {REFERENCE} (paired cluster permutation p = {res['p_value']:.3g})"
+def _paired(results: Path, folder: str, best: str) -> str:
+    p = pooled_paired(run_queries(results, folder), REFERENCE, best, "correct", min_seeds=1, n_resamples=N_RESAMPLES)
+    if p.reason:
+        return f"paired test not measured ({p.reason})"
+    return f"{100 * p.diff:+.1f} points over {REFERENCE} (paired cluster permutation p = {p.p_value:.3g})"
 
 
 def _run_line(results: Path, folder: str, what: str) -> str:
@@ -66,7 +51,7 @@ def _run_line(results: Path, folder: str, what: str) -> str:
     ci = test[best].get(M.ci(M.TOP1)) or [None, None]
     interval = f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci[0] is not None else ""
     ref = scored.get(REFERENCE)
-    paired = "it is the reference" if best == REFERENCE else _paired(results / folder, best)
+    paired = "it is the reference" if best == REFERENCE else _paired(results, folder, best)
     return f"| {folder} ({what}) | {best_text} | {_pct(scored[best])}{interval} | {_pct(ref)} | {paired} |"
 
 

@@ -26,16 +26,9 @@ def _best(folder: str) -> str:
 
 
 def _paired_p(folder: str, a: str, b: str) -> float:
-    from smartvector_bench.core.metrics import paired_cluster_permutation_test
+    from smartvector_bench.core.claims import run_queries
 
-    rows = {}
-    for s in (a, b):
-        lines = (RESULTS / folder / f"run_{s}.jsonl").read_text().splitlines()[1:]
-        df = pd.DataFrame(map(json.loads, lines))
-        rows[s] = df[df["split"] == "test"].set_index("query_id")
-    j = rows[a][["correct", "family"]].join(rows[b][["correct"]].rename(columns={"correct": "b"}))
-    return paired_cluster_permutation_test(j["correct"].to_numpy(bool), j["b"].to_numpy(bool), list(j["family"]),
-                                           n_resamples=2000, seed=0)["p_value"]
+    return pooled_paired(run_queries(RESULTS, folder), a, b, "correct", min_seeds=1, n_resamples=2000).p_value
 
 
 def test_the_ceiling_a_practitioner_reaches():

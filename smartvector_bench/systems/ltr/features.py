@@ -89,9 +89,10 @@ def in_degree(corpus: Corpus) -> np.ndarray:
 
 
 def pair_features(corpus: Corpus, versions: DocumentVersions, cand: np.ndarray, as_of: np.ndarray,
-                  cosine: np.ndarray, bm25: np.ndarray) -> np.ndarray:
+                  cosine: np.ndarray, bm25: np.ndarray, window: np.ndarray | None = None) -> np.ndarray:
     """(Q, C, len(FEATURES)) float64 features of the candidates ``cand`` (Q, C; -1 = padding, whose rows are
-    left 0), with ``cosine`` and ``bm25`` each (Q, C) aligned with ``cand``."""
+    left 0), with ``cosine`` and ``bm25`` each (Q, C) aligned with ``cand``; ``window``: the caller's
+    ``in_force(corpus, as_of)`` (Q, N) when it has it."""
     q, c = cand.shape
     valid = cand >= 0
     rows = np.where(valid, cand, 0)
@@ -100,7 +101,7 @@ def pair_features(corpus: Corpus, versions: DocumentVersions, cand: np.ndarray, 
     best_bm25 = np.max(np.where(valid, bm25, 0.0), axis=1, keepdims=True)
     sources = np.unique(np.asarray(corpus.source, dtype=str))
     source = np.searchsorted(sources, np.asarray(corpus.source, dtype=str)).astype(np.float64)
-    window = in_force(corpus, np.asarray(as_of, dtype=np.float64))  # (Q, N)
+    window = in_force(corpus, np.asarray(as_of, dtype=np.float64)) if window is None else window  # (Q, N)
     latest, count = versions.at(rows.ravel(), t.ravel())
     out = np.stack([
         cosine,

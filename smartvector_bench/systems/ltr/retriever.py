@@ -83,8 +83,9 @@ class LTR:
         depth = min(self.p.depth, n)
         cos = self._index.all_scores(query_vectors)
         bm25 = self._bm25._scores(texts)
+        window = in_force(self.corpus, as_of)
         lists = [rank_by_score(cos, depth)[0],
-                 rank_by_score(np.where(in_force(self.corpus, as_of), cos, -np.inf), depth)[0],
+                 rank_by_score(np.where(window, cos, -np.inf), depth)[0],
                  rank_by_score(np.where(bm25 > 0, bm25, -np.inf), depth)[0]]
         cand = np.sort(np.concatenate(lists, axis=1), axis=1)
         cand[:, 1:][cand[:, 1:] == cand[:, :-1]] = -1  # duplicates (sorted, so adjacent) become padding
@@ -92,7 +93,7 @@ class LTR:
         cand = np.where(cand < n, cand, -1)
         rows = np.maximum(cand, 0)
         feats = pair_features(self.corpus, self._versions, cand, as_of, np.take_along_axis(cos, rows, axis=1),
-                              np.take_along_axis(bm25, rows, axis=1))
+                              np.take_along_axis(bm25, rows, axis=1), window)
         return cand, feats
 
     # -- TrainsOnDev -----------------------------------------------------------------------------------------------
