@@ -115,3 +115,16 @@ def test_bad_stages_are_one_line_naming_the_key(setup):
         build_retriever("smartvector_tuned", dict(rcfg, stages=[{"weights.semantic": []}]))
     with pytest.raises(BenchError, match=r"retrievers.smartvector_tuned.weights.semantic=-1"):
         build_retriever("smartvector_tuned", dict(rcfg, stages=[{"weights.semantic": [-1]}]))
+
+
+def test_a_base_that_is_not_a_smartvector_config_is_refused(setup):
+    from smartvector_bench.core.errors import BenchError
+
+    *_, rcfg, _ = setup
+    base = dict(rcfg["base"], _target_="smartvector_bench.systems.plain_cosine.PlainCosine")
+    with pytest.raises(BenchError, match=r"^retrievers.smartvector_tuned.base._target_=smartvector_bench.systems."
+                                         r"plain_cosine.PlainCosine: must name SmartVector's class"):
+        build_retriever("smartvector_tuned", dict(rcfg, base=base))
+    with pytest.raises(BenchError, match=r"^retrievers.smartvector_tuned.base._target_=no_such_choice: cannot be"):
+        build_retriever("smartvector_tuned", dict(rcfg, base=dict(rcfg["base"], _target_="no_such_choice")))
+    assert build_retriever("smartvector_tuned", rcfg).name == "smartvector_tuned"  # the shipped base passes

@@ -43,6 +43,13 @@ class TunedSmartVector(SmartVector):
         where = f"retrievers.{name}"
         if not isinstance(base, dict):
             raise BenchError(f"{where}.base: must be a SmartVector config (e.g. ${{retrievers.smartvector}})")
+        if "_target_" in base:  # the base is a SmartVector config: its class must be SmartVector (or a subclass)
+            from smartvector_bench.systems import locate
+
+            cls = locate(base["_target_"], f"{where}.base")
+            if not (isinstance(cls, type) and issubclass(cls, SmartVector)):
+                raise BenchError(f"{where}.base._target_={base['_target_']}: must name SmartVector's class "
+                                 f"(smartvector_bench.systems.smartvector.retriever.SmartVector)")
         self.base = {k: v for k, v in base.items() if k != "_target_"}
         super().__init__(name, **self.base)  # checks every key of the base
         if not isinstance(stages, list) or not stages:
