@@ -46,7 +46,6 @@ validates, runs and writes.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -72,6 +71,7 @@ from smartvector_bench.core.results import LvlEval
 from smartvector_bench.core.settings import choice
 from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
+from smartvector_bench.systems.livevectorlake.milvus_conn import remove_lake
 from experiments.config import (ExperimentSettings, VECTOR_S, check_data_bounds, check_embedder, check_regime,
                                 check_resampling, experiment_settings)
 
@@ -89,7 +89,7 @@ class LvlEvalSettings(ExperimentSettings):
     name: str = "lvl_eval"
     repeats: int = 5
     lake_path: str | None = None
-    hot_index: str = choice("flat", "hnsw")
+    hot_index: str = choice("milvus", "flat", "hnsw", "milvus_hnsw")
 
 
 def settings(exp: dict | None) -> LvlEvalSettings:
@@ -206,8 +206,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             }
         timings["queries"] = time.perf_counter() - t
     finally:
-        if temp:
-            shutil.rmtree(lake_dir, ignore_errors=True)
+        if temp:  # stops the lake's milvus-lite server first: stopping it later would re-create the folder
+            remove_lake(str(lake_dir))
 
     re_ = reembedding(ingested, s.n_boot, s.bootstrap_seed)
     cd = change_detection(ingested, lrows)

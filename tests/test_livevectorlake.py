@@ -508,7 +508,7 @@ def test_check_dataset_names_the_missing_field(tmp_path):
 
 def test_settings_are_validated():
     assert settings({}).current_tolerance_days == 1.0
-    for bad, msg in (({"hot_index": "ivf"}, "hot_index=ivf: unknown; allowed: flat, hnsw"),
+    for bad, msg in (({"hot_index": "ivf"}, "hot_index=ivf: unknown; allowed: milvus, flat, hnsw, milvus_hnsw"),
                      ({"current_tolerance_days": -1}, "current_tolerance_days=-1: must be a finite number >= 0"),
                      ({"nope": 1}, "nope: unknown key"), ({"lake_path": ""}, "lake_path=''"),
                      ({"hnsw_m": 0}, "hnsw_m=0: must be an integer > 0")):

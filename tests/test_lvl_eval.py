@@ -63,7 +63,7 @@ def test_experiment_config_defaults_to_the_lvl_corpus():
     cfg = compose_config(["experiment=lvl_eval"])
     assert cfg["dataset"]["name"] == "lvl_corpus" and cfg["dataset"]["n_documents"] == 100
     assert cfg["experiment"] == {"name": "lvl_eval", "k": 10, "repeats": 5, "n_boot": 1000, "bootstrap_seed": 0,
-                                 "lake_path": None, "hot_index": "flat", "progress": True}
+                                 "lake_path": None, "hot_index": "milvus", "progress": True}
     assert settings(cfg["experiment"]).repeats == 5
     with_path = compose_config(["experiment=lvl_eval", "dataset.path=/some/folder"])
     assert with_path["dataset"]["name"] == "lvl_corpus" and with_path["dataset"]["path"] == "/some/folder"

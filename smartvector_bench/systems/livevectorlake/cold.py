@@ -32,11 +32,13 @@ document. ``unchanged`` is a CDC class but never a row's ``change_type``: unchan
 (:func:`valid_at`). Rows are never left open once superseded or deleted (the public code never closes them).
 Unchanged paragraphs keep their row across versions (no new row, no rewrite of its values).
 
-**Writes.** Every ingest is ONE Delta commit: a MERGE whose source holds the rows to close (matched on the row
-key: ``valid_to``, ``status``, ``change_type`` updated) and the rows to add (not matched: inserted). The commit
-carries the lake's ingest sequence number as a Delta transaction identifier (``txn`` action, app id
-``livevectorlake``), so the latest applied sequence number is part of the table snapshot
-(:meth:`ColdTier.seq`), plus the document, version and change counts in the commit info.
+**Writes.** Every ingest (a batch of document versions, :mod:`.batch`; one version through ``ingest_document``)
+is ONE Delta commit: a MERGE whose source holds the rows to close (matched on the row key: ``valid_to``,
+``status``, ``change_type`` updated) and the rows to add (not matched: inserted; a row the same batch opened and
+closed is inserted closed). The commit carries the lake's ingest sequence number as a Delta transaction
+identifier (``txn`` action, app id ``livevectorlake``), so the latest applied sequence number is part of the
+table snapshot (:meth:`ColdTier.seq`), plus the document, version and change counts in the commit info (for a
+batch of several versions: their number, the documents' number and the summed counts).
 
 **Reads.** :meth:`ColdTier.snapshot` reads the whole table into numpy arrays (sorted by doc_id, position,
 valid_from) and caches it; the cache is dropped on every write through this object (single writer: another

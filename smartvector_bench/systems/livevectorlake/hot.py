@@ -1,4 +1,6 @@
-"""LiveVectorLake's hot tier: a FAISS index of the CURRENT rows only, persisted next to the cold tier.
+"""LiveVectorLake's FAISS hot tier (``hot_index: flat | hnsw``): a FAISS index of the CURRENT rows only,
+persisted next to the cold tier. The default hot tier is Milvus (:mod:`.hot_milvus`, the paper's choice), with
+the same interface and the same ``state.json`` commit point; this one stays for the perf bench.
 
 Every indexed vector has a FAISS id (int64, never reused) that maps to the cold-tier row key
 ``(doc_id, chunk_id, position, valid_from_us)``. ``flat`` is an exact inner-product index (``IndexIDMap2`` over

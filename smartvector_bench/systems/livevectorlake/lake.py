@@ -1,10 +1,12 @@
-"""LiveVectorLake (arXiv 2601.05270): paragraph-level CDC into a Delta Lake cold tier and a FAISS hot tier,
-with as-of queries.
+"""LiveVectorLake (arXiv 2601.05270): paragraph-level CDC into a Delta Lake cold tier and a hot tier of the
+current rows (a Milvus collection, as in the paper, :mod:`.hot_milvus`; or FAISS, :mod:`.hot`), with as-of
+queries.
 
 Public API (everything else is private)::
 
     lake = LiveVectorLake.open(path, dim=384)            # create or reopen; always runs recover()
     res = lake.ingest_document(doc_id, version, text, effective_at, vectors_for)   # -> IngestResult
+    out = lake.ingest_batch([BatchItem(doc_id, version, text, effective_at, vectors_for), ...])  # -> BatchResult
     out = lake.query(vector, as_of=None, k=10)           # -> QueryResult (hits best first, tier used)
     lake.recover()                                       # -> dict: what recovery found and did
     lake.document_as_of(doc_id, as_of)                   # the document's paragraphs valid at as_of
@@ -31,17 +33,26 @@ previous version only) and is embedded again. Versions of one document must come
 ``effective_at``; a version identical to the current one (under normalisation) changes nothing and writes
 nothing.
 
-**Write order and recovery.** Each ingest that changes something (1) writes the cold tier: one Delta commit
+**Batches** (:meth:`LiveVectorLake.ingest_batch`). The unit of writing is a batch of versions (any documents,
+a document several times); ``ingest_document`` is the batch of one. The CDC above runs on each version in
+order, a document's later versions seeing its earlier ones from the same batch, in memory
+(:mod:`.batch`), then the batch is written as below: one commit, one sequence number, one hot-tier update for
+the whole batch. The rows, windows, statuses and per-version results are those of ingesting the versions one
+by one (a row opened and closed within the batch is inserted already closed); only the sequence numbers and
+table versions differ: there is one per batch, so ``seq`` counts batches that wrote something, not versions.
+A batch that fails before its commit (a version out of time order, a bad vector shape) writes nothing.
+
+**Write order and recovery.** Each batch that changes something (1) writes the cold tier: one Delta commit
 that closes the superseded / deleted rows (``valid_to`` = ``effective_at``) and appends the new rows, tagged with
 the next ingest sequence number; then (2) updates the hot tier and records the applied sequence number in
 ``hot/state.json`` (atomic write). The cold tier is the source of truth: the CDC state (each document's
 current paragraphs, hashes and vectors) is read back from its current rows, so there is no separate hash
 store to lose or corrupt. :meth:`recover` (run by :meth:`open`, and automatically before the next call after an
 ingest failed midway) reloads that state and rebuilds the hot tier from the cold tier's current rows when its
-applied sequence differs from the cold tier's, when its files are missing or unreadable, or when its rows
-differ. A writer killed between (1) and (2) therefore loses nothing: the version is in the cold tier and the
-hot tier is rebuilt on the next open. A crash inside (1) leaves the previous Delta version (commits are
-atomic).
+applied sequence differs from the cold tier's, when its data (FAISS files, Milvus collection) is missing,
+unreadable or not what its state file records, or when its rows differ. A writer killed between (1) and (2)
+therefore loses nothing: the batch is in the cold tier and the hot tier is rebuilt on the next open. A crash
+inside (1) leaves the previous Delta version (commits are atomic).
 
 **Queries** (:meth:`LiveVectorLake.query`). ``tier="auto"`` uses the hot tier when it is exact for ``as_of``:
 ``as_of`` is None ("now") or not before the lake's *horizon*, the latest time any row opened or closed (after it
@@ -51,11 +62,11 @@ top k afterwards would drop valid rows behind invalid ones and, in an index hold
 the query's future). ``tier="hot"`` forces the hot tier and refuses an ``as_of`` before the horizon.
 
 Fault injection for crash tests: ``lake.fault_hook = fn`` is called as ``fn(stage, seq)`` at
-``after_cold_commit`` (cold committed, hot untouched) and ``before_hot_state`` (hot data files written, state
-not yet); an exception there aborts the ingest. The environment variable
-``SMARTVECTOR_LVL_FAULT=<stage>:<seq>:<pause|exit>`` does the same from outside a process: ``pause`` prints
-``LVL_FAULT_PAUSED stage=<stage> seq=<seq>`` on stdout and sleeps until the process is killed; ``exit`` ends
-the process at once (``os._exit(75)``).
+``after_cold_commit`` (cold committed, hot untouched) and ``before_hot_state`` (hot data written: FAISS files,
+or the Milvus collection changed in place; state not yet); an exception there aborts the ingest. The
+environment variable ``SMARTVECTOR_LVL_FAULT=<stage>:<seq>:<pause|exit>`` does the same from outside a
+process: ``pause`` prints ``LVL_FAULT_PAUSED stage=<stage> seq=<seq>`` on stdout and sleeps until the process
+is killed; ``exit`` ends the process at once (``os._exit(75)``).
 
 Why this module is long: ingest, recovery and the tier choice of a query share one piece of state (each
 document's current rows and the applied sequence number), and the write order above is only checkable when the
@@ -67,23 +78,24 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 
 from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.systems.updates import Chunker, DocumentStore, cdc
-from smartvector_bench.systems.updates.cdc import CLASSES
+from smartvector_bench.systems.updates import Chunker, DocumentStore
 from smartvector_bench.systems.livevectorlake.cold import (
     APP_ID, INF_US, ColdSnapshot, ColdTier, Row, iso, to_us, us_to_days, valid_at,
 )
+from smartvector_bench.systems.livevectorlake.batch import BatchItem, BatchResult, VectorsFor, plan_batch
+from smartvector_bench.systems.livevectorlake.batch import DocState as _Doc
+from smartvector_bench.systems.livevectorlake.hot import KINDS as HOT_KINDS
 from smartvector_bench.systems.livevectorlake.hot import HotTier, read_state
-from smartvector_bench.systems.livevectorlake.rows import (Hit, IngestResult, QueryResult, Time, closing_rows,
-                                                          position_classes)
+from smartvector_bench.systems.livevectorlake.hot_milvus import KINDS as MILVUS_KINDS
+from smartvector_bench.systems.livevectorlake.hot_milvus import MilvusHotTier
+from smartvector_bench.systems.livevectorlake.rows import Hit, IngestResult, QueryResult, Time
 
 FAULT_ENV = "SMARTVECTOR_LVL_FAULT"
 FAULT_STAGES = ("after_cold_commit", "before_hot_state")
@@ -91,15 +103,6 @@ TIERS = ("auto", "hot", "cold")
 FORMAT = {"format": "livevectorlake", "format_version": 1, "chunker": "paragraphs (blank lines)",
           "chunk_id": "sha256(normalise(text)) hex; normalise = strip, collapse whitespace runs, case-fold",
           "row_key": "(doc_id, chunk_id, position, valid_from)"}
-
-VectorsFor = Callable[[Sequence[str]], np.ndarray]
-
-
-@dataclass
-class _Doc:
-    rows: list[Row]  # current rows, by position
-    store: DocumentStore  # the same paragraphs, as cdc.apply's input
-    last_effective_us: int  # latest time a row of this document opened or closed (or a no-op version came)
 
 
 def _fault_from_env(stage: str, seq: int) -> None:
@@ -125,17 +128,18 @@ def _fault_from_env(stage: str, seq: int) -> None:
 # -- the lake --------------------------------------------------------------------------------------------------
 
 class LiveVectorLake:
-    """A lake folder: ``lake.json`` (dim and format), ``cold/`` (the Delta table), ``hot/`` (the FAISS tier)."""
+    """A lake folder: ``lake.json`` (dim and format), ``cold/`` (the Delta table), ``hot/`` (the hot tier's
+    state and, for a local Milvus, its milvus-lite folder ``milvus.db``)."""
 
     def __init__(self, path: Path, dim: int, hot_index: str, cold_cache: bool, hnsw: tuple[int, int, int],
-                 compact_every: int | None = None):
+                 compact_every: int | None = None, milvus: dict | None = None):
         self.path = path
         self.dim = dim
         self.cold_cache = cold_cache
         self.compact_every = compact_every
         self.chunker = Chunker("paragraphs")
         self.cold = ColdTier(path / "cold", dim)
-        self._hot_args = (hot_index, *hnsw)
+        self._hot_args = (hot_index, *hnsw, dict(milvus or {}))  # milvus: uri, token, collection
         self.hot = self._new_hot()
         self.fault_hook: Callable[[str, int], None] | None = None
         self.recoveries: list[dict] = []
@@ -148,12 +152,16 @@ class LiveVectorLake:
     # -- opening and recovery --------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | Path, dim: int | None = None, *, hot_index: str = "flat", cold_cache: bool = True,
+    def open(cls, path: str | Path, dim: int | None = None, *, hot_index: str = "milvus", cold_cache: bool = True,
              hnsw_m: int = 16, hnsw_ef_construction: int = 200, hnsw_ef_search: int = 64,
-             compact_every: int | None = None) -> LiveVectorLake:
+             compact_every: int | None = None, milvus_uri: str | None = None, milvus_token: str | None = None,
+             milvus_collection: str | None = None) -> LiveVectorLake:
         """Open the lake at ``path`` (creating it when ``lake.json`` is missing; ``dim`` is then required) and
-        :meth:`recover` it. ``hot_index``: ``flat`` (exact) or ``hnsw``; ``cold_cache``: keep the cold table in
-        memory between cold queries (dropped on every write) instead of scanning Delta per query;
+        :meth:`recover` it. ``hot_index``: ``milvus`` (a Milvus collection, FLAT index: exact), ``milvus_hnsw``
+        (its HNSW index), ``flat`` (FAISS, exact) or ``hnsw`` (FAISS HNSW); ``milvus_uri``: None for Milvus Lite
+        in ``hot/milvus.db``, else a server (``http://host:19530``, with ``milvus_token`` if it needs one);
+        ``milvus_collection``: the prefix of the lake's collection names there; ``cold_cache``: keep the cold
+        table in memory between cold queries (dropped on every write) instead of scanning Delta per query;
         ``compact_every``: compact the cold table's small files (:meth:`compact`) after every that many
         ingest commits (None / 0: never). One commit per ingest leaves one small file per ingest, and a MERGE reads
         every file, so its cost grows with the number of files and ingesting thousands of versions is quadratic
@@ -175,7 +183,8 @@ class LiveVectorLake:
                 raise BenchError(f"{root}: no lake here yet; creating one needs dim (the vector size)")
             atomic_write_json(meta_path, {**FORMAT, "dim": int(dim)})
         lake = cls(root, int(dim), hot_index, bool(cold_cache), (hnsw_m, hnsw_ef_construction, hnsw_ef_search),
-                   int(compact_every) if compact_every else None)
+                   int(compact_every) if compact_every else None,
+                   {"uri": milvus_uri, "token": milvus_token, "collection": milvus_collection})
         lake.recover()
         return lake
 
@@ -193,9 +202,15 @@ class LiveVectorLake:
         hot = read_state(root / "hot")
         return {"cold_seq": cold, "hot_seq": None if hot is None else hot["applied_seq"]}
 
-    def _new_hot(self) -> HotTier:
-        kind, m, ef_c, ef_s = self._hot_args
-        hot = HotTier(self.path / "hot", self.dim, kind, m, ef_c, ef_s)
+    def _new_hot(self) -> HotTier | MilvusHotTier:
+        kind, m, ef_c, ef_s, milvus = self._hot_args
+        if kind in MILVUS_KINDS:
+            hot = MilvusHotTier(self.path / "hot", self.dim, kind, m, ef_c, ef_s, **milvus)
+        elif kind in HOT_KINDS:
+            hot = HotTier(self.path / "hot", self.dim, kind, m, ef_c, ef_s)
+        else:
+            allowed = (*MILVUS_KINDS[:1], *HOT_KINDS, *MILVUS_KINDS[1:])
+            raise ValueError(f"hot_index={kind}: unknown; allowed: {', '.join(allowed)}")
         hot.before_state = lambda seq: self._fault("before_hot_state", seq)
         return hot
 
@@ -273,99 +288,59 @@ class LiveVectorLake:
 
     def ingest_document(self, doc_id: str, version: int, text: str, effective_at: Time,
                         vectors_for: VectorsFor) -> IngestResult:
-        """Ingest one version of a document, in effect from ``effective_at``.
+        """Ingest one version of a document, in effect from ``effective_at``: the batch of one
+        (:meth:`ingest_batch`).
 
         ``vectors_for(texts) -> (len(texts), dim)`` embeds paragraphs; it is called at most once, with only the
         ``new`` and ``modified`` ones. Superseded rows are closed and deleted rows are closed and marked
         ``deleted``, both with ``valid_to = effective_at``; new, modified and moved paragraphs get new rows with
         ``valid_from = effective_at``. An empty ``text`` deletes the whole document from ``effective_at`` on.
         """
-        if not isinstance(doc_id, str) or not doc_id:
-            raise BenchError(f"doc_id={doc_id!r}: must be a non-empty string")
-        if not isinstance(text, str):
-            raise BenchError(f"{doc_id}: text must be a string")
+        return self.ingest_batch([BatchItem(doc_id, version, text, effective_at, vectors_for)]).results[0]
+
+    def ingest_batch(self, items: Iterable[BatchItem]) -> BatchResult:
+        """Ingest document versions (:class:`BatchItem` or ``(doc_id, version, text, effective_at,
+        vectors_for)``) in the order given, each as :meth:`ingest_document` would, written as ONE cold-tier
+        commit and ONE hot-tier update tagged with one sequence number (see *Batches* above)."""
         self._ready()
         t0 = time.perf_counter()
-        t_us = to_us(effective_at)
-        doc = self._docs.get(doc_id)
-        if doc is not None and t_us <= doc.last_effective_us:
-            raise BenchError(f"{doc_id} v{version}: effective_at {iso(t_us)} is not after the document's last "
-                             f"change {iso(doc.last_effective_us)}; ingest a document's versions in time order")
-
-        embedded: list[str] = []
-
-        def embed(texts: Sequence[str]) -> np.ndarray:
-            texts = list(texts)
-            embedded.extend(texts)
-            out = np.asarray(vectors_for(texts), dtype=np.float32)
-            if out.shape != (len(texts), self.dim):
-                raise BenchError(f"{doc_id} v{version}: vectors_for returned shape {out.shape}, "
-                                 f"expected {(len(texts), self.dim)}")
+        plan = plan_batch(self._docs, items, self.chunker, self.dim, self.cold.version)
+        t_cdc = time.perf_counter()
+        out = BatchResult(plan.results, None, self.cold.version, len(plan.closes), len(plan.adds),
+                          len(plan.adds) - len(plan.live), {"cdc": t_cdc - t0, "cold": 0.0, "hot": 0.0})
+        if not plan.closes and not plan.adds:  # only identical versions: nothing to write
+            self._docs.update(plan.docs)  # their times still count for the time-order check
             return out
 
-        old_rows = doc.rows if doc is not None else []
-        old_hashes = [r.chunk_id for r in old_rows]
-        if old_rows:
-            store = doc.store.copy()  # applied to a copy: the lake's state changes only once the cold commit is in
-            counts = cdc.apply(store, text, embed).classes
-        else:
-            store = DocumentStore.build(doc_id, text, self.chunker, embed, dim=self.dim)
-            counts = dict.fromkeys(CLASSES, 0)
-            counts["new"] = len(store.chunks)
-        classes = position_classes(old_hashes, store.hashes)
-        got = Counter(classes)
-        if any(got.get(c, 0) != counts[c] for c in CLASSES if c != "deleted"):
-            raise RuntimeError(f"{doc_id} v{version}: per-position classes {dict(got)} disagree with cdc {counts}")
-        n_new = len(store.chunks)
-
-        closes = closing_rows(old_rows, classes, store.hashes, t_us)
-        rows: list[Row] = []
-        adds: list[Row] = []
-        for i, (chunk, cls) in enumerate(zip(store.chunks, classes)):
-            if cls == "unchanged":
-                rows.append(old_rows[i])
-                continue
-            row = Row(doc_id=doc_id, chunk_id=store.hashes[i], position=i, text=chunk.text,
-                      embedding=store.vectors[i].copy(), valid_from=t_us, version_number=int(version),
-                      parent_hash=old_hashes[i] if i < len(old_hashes) else None, change_type=cls)
-            rows.append(row)
-            adds.append(row)
-        t_cdc = time.perf_counter()
-        result = IngestResult(doc_id=doc_id, version=int(version), effective_at=us_to_days(t_us), seq=None,
-                              classes=counts, position_classes=classes, n_paragraphs=n_new,
-                              embedded=len(embedded), rows_added=len(adds), rows_closed=len(closes),
-                              rows_deleted=sum(c.status == "deleted" for c in closes),
-                              cold_version=self.cold.version)
-        if not closes and not adds:  # identical version: nothing to write
-            if doc is not None:
-                doc.last_effective_us = t_us
-            result.timings_s = {"cdc": t_cdc - t0, "cold": 0.0, "hot": 0.0}
-            return result
-
         seq = self._seq + 1
-        self._dirty = True  # until both tiers hold this version; the next call recovers otherwise
-        info = {"doc_id": doc_id, "version": int(version), "effective_at": iso(t_us),
-                "classes": counts, "embedded": len(embedded)}
-        commit = self.cold.commit(closes, adds, seq, info)
+        self._dirty = True  # until both tiers hold this batch; the next call recovers otherwise
+        commit = self.cold.commit(plan.closes, plan.adds, seq, plan.info)
         self._seq = seq
-        self._docs[doc_id] = _Doc(rows, store, t_us)
-        for c in closes:
+        self._docs.update(plan.docs)
+        for c in plan.closes:
             self._current.pop(c.key, None)
-        for r in adds:
+        live = plan.live
+        for r in live:
             self._current[r.key] = r
-        self._horizon_us = t_us if self._horizon_us is None else max(self._horizon_us, t_us)
+        self._horizon_us = plan.horizon_us if self._horizon_us is None else max(self._horizon_us, plan.horizon_us)
         t_cold = time.perf_counter()
         self._fault("after_cold_commit", seq)
-        vectors = (np.stack([r.embedding for r in adds]) if adds else np.zeros((0, self.dim), dtype=np.float32))
-        self.hot.apply([c.key for c in closes], [r.key for r in adds], vectors, seq)
+        vectors = (np.stack([r.embedding for r in live]) if live else np.zeros((0, self.dim), dtype=np.float32))
+        self.hot.apply([c.key for c in plan.closes], [r.key for r in live], vectors, seq)
         self._dirty = False
         t_hot = time.perf_counter()
-        result.seq, result.cold_version = seq, commit["table_version"]
-        result.timings_s = {"cdc": t_cdc - t0, "cold": t_cold - t_cdc, "hot": t_hot - t_cold}
+        out.seq, out.cold_version = seq, commit["table_version"]
+        out.timings_s.update(cold=t_cold - t_cdc, hot=t_hot - t_cold)
+        written = [r for r in plan.results if r.rows_added or r.rows_closed]
+        for r in plan.results:
+            r.cold_version = out.cold_version
+        for r in written:  # each version's share of the one commit and the one hot-tier update
+            r.seq = seq
+            r.timings_s.update(cold=out.timings_s["cold"] / len(written), hot=out.timings_s["hot"] / len(written))
         if self.compact_every and seq % self.compact_every == 0:
-            self.cold.compact()  # the ingest is complete in both tiers; this only merges small files
-            result.timings_s["compact"] = time.perf_counter() - t_hot
-        return result
+            self.cold.compact()  # the batch is complete in both tiers; this only merges small files
+            out.timings_s["compact"] = written[-1].timings_s["compact"] = time.perf_counter() - t_hot
+        return out
 
     # -- queries ---------------------------------------------------------------------------------------------
 
@@ -462,6 +437,7 @@ class LiveVectorLake:
         return {"path": str(self.path), "cold_table": str(self.cold.path), "cold_table_version": self.cold.version,
                 "cold_rows": len(self.cold.snapshot()), "seq": self._seq, "hot_rows": len(self.hot),
                 "hot_index": self.hot.kind, "hot_applied_seq": self.hot.applied_seq,
+                **({"hot_milvus": self.hot.describe()} if isinstance(self.hot, MilvusHotTier) else {}),
                 "horizon": iso(self._horizon_us) if self._horizon_us is not None else None,
                 "documents": len(self._docs), "recoveries": list(self.recoveries)}
 

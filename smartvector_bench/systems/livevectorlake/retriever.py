@@ -8,10 +8,12 @@ one paragraph. This reads both layouts: the generated datasets re-emit every chu
 the version's window (each snapshot is then exactly that version), and a corpus built from a history
 (``dataset=git_history``) keeps an unchanged paragraph as one chunk whose window spans several versions. The
 snapshots are ingested in time order (``created_at``, then effective time, doc_id, version) through the lake's
-per-document CDC. A snapshot takes effect at ``max(created_at, valid_from)``: ``valid_from`` because the corpus
-windows and the queries' ``as_of`` are valid time ("what held at T"); ingesting at ``created_at`` would close
-a policy's previous version days before the new one is in force (policies here are written up to a week
-before they take effect) and return the not-yet-valid version in between. The ``max`` only matters for a
+per-document CDC, ``ingest_batch`` consecutive snapshots per lake commit (the rows and results of ingesting them
+one by one; ``commits`` counts batches, ``ingest_latency_ms`` shares a batch's write time among its versions). A
+snapshot takes effect at ``max(created_at, valid_from)``: ``valid_from`` because the corpus windows and the
+queries' ``as_of`` are valid time ("what held at T"); ingesting at ``created_at`` would close a policy's
+previous version days before the new one is in force (policies here are written up to a week before they take
+effect) and return the not-yet-valid version in between. The ``max`` only matters for a
 chunk recorded as effective before it was written (never in our data): it keeps a chunk from being returned
 at a time before it existed. When every chunk of a document has ended (its last version closed, or a gap
 before the next), an empty text at that time deletes its paragraphs. ``check_dataset`` refuses, before
@@ -35,13 +37,14 @@ stands for one corpus chunk per version it lived through). Reported confidence: 
 call. It is removed by ``close()``, by the next ``index()``, when the retriever is garbage-collected and at
 interpreter exit (``weakref.finalize``), unless ``keep_lake: true``: a kept lake goes to the system temp dir,
 outside the job's scratch. A given ``lake_path`` must be empty or missing (``index`` builds a new lake) and is
-kept.
+kept. The hot tier (``hot_index: milvus``, the default) is Milvus Lite in the lake's ``hot/milvus.db`` unless
+``milvus_uri`` names a server; removing a temporary lake first stops its Milvus Lite server (or drops its
+collections on that server).
 """
 
 from __future__ import annotations
 
 import bisect
-import shutil
 import tempfile
 import time
 import weakref
@@ -60,32 +63,39 @@ from smartvector_bench.core.settings import choice, section
 from smartvector_bench.core.timeutil import format_iso, from_days
 from smartvector_bench.systems.updates import chunk_hash
 from smartvector_bench.systems.base import require_fields
+from smartvector_bench.systems.livevectorlake.hot_milvus import check_settings as check_milvus
+from smartvector_bench.systems.livevectorlake.milvus_conn import remove_lake
 
 _TIE_MARGIN = 16  # fetch a few extra hits so ties at rank k are broken by our rule, not by the index
 
 
 @dataclass(frozen=True)
 class LVLSettings:
-    POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search")
+    POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search", "ingest_batch")
 
     lake_path: str | None = None
     current_tolerance_days: float = 1.0
-    hot_index: str = choice("flat", "hnsw")
+    hot_index: str = choice("milvus", "flat", "hnsw", "milvus_hnsw")
     cold_cache: bool = True
     keep_lake: bool = False
     hnsw_m: int = 16
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 64
-    # Compact the cold Delta table after every this many ingest commits (0: never). Not in conf/: a
-    # maintenance setting that changes no row and no result, only ingest time at thousands of versions (the
-    # default dataset has 98 commits, so it never triggers there).
+    milvus_uri: str | None = None  # null: Milvus Lite in the lake's hot/milvus.db; else a Milvus server's URI
+    milvus_token: str | None = None  # a Milvus server's token ("user:password" or an API key), if it needs one
+    milvus_collection: str | None = None  # prefix of the lake's collection names (null: lvl_hot)
+    # Compact the cold Delta table after every this many ingest commits (0: never). A maintenance setting
+    # that changes no row and no result, only ingest time at thousands of commits (one commit per batch of
+    # ingest_batch versions: 1 on the default dataset, 9 on the handbook, so it never triggers there).
     compact_every: int = 200
+    ingest_batch: int = 500  # versions per lake commit in index() (LiveVectorLake.ingest_batch); 1: one per version
 
 
 def settings(cfg: dict, where: str = "retrievers.livevectorlake") -> LVLSettings:
     s = section(LVLSettings, cfg, where)
     if s.lake_path is not None and (not isinstance(s.lake_path, str) or not s.lake_path.strip()):
         raise BenchError(f"{where}.lake_path={s.lake_path!r}: must be null or a folder path")
+    check_milvus(s.milvus_uri, s.milvus_token, s.milvus_collection, f"{where}.")
     return s
 
 
@@ -169,6 +179,12 @@ def corpus_versions(corpus: Corpus) -> list[Version]:
     return out
 
 
+def _vectors_for(v: Version, vectors: np.ndarray):
+    """The lake's ``vectors_for`` for one snapshot: each paragraph gets the corpus vector of its chunk."""
+    lookup = {p: vectors[i] for p, i in zip(v.paragraphs, v.para_chunk)}
+    return lambda texts: np.stack([lookup[t] for t in texts]) if texts else np.zeros((0, vectors.shape[1]))
+
+
 NEEDS = ("doc_id", "valid_from")  # what corpus_versions reads that has no usable default (valid_from or created_at)
 
 
@@ -205,7 +221,8 @@ class LiveVectorLakeRetriever:
             where = system_tempdir() if self.s.keep_lake else tempfile.gettempdir()
             path = Path(tempfile.mkdtemp(prefix="livevectorlake-", dir=where))
             if not self.s.keep_lake:  # runs on close(), on garbage collection or at exit, whichever comes first
-                self._cleanup = weakref.finalize(self, shutil.rmtree, str(path), True)
+                self._cleanup = weakref.finalize(self, remove_lake, str(path), self.s.milvus_uri,
+                                                 self.s.milvus_token)
             return path
         path = Path(self.s.lake_path)
         if path.exists() and (not path.is_dir() or any(path.iterdir())):
@@ -227,16 +244,16 @@ class LiveVectorLakeRetriever:
                                         cold_cache=self.s.cold_cache, hnsw_m=self.s.hnsw_m,
                                         hnsw_ef_construction=self.s.hnsw_ef_construction,
                                         hnsw_ef_search=self.s.hnsw_ef_search,
-                                        compact_every=self.s.compact_every)
+                                        compact_every=self.s.compact_every, milvus_uri=self.s.milvus_uri,
+                                        milvus_token=self.s.milvus_token,
+                                        milvus_collection=self.s.milvus_collection)
         versions = corpus_versions(corpus)
         results = []
-        for v in versions:
-            lookup = {p: vectors[i] for p, i in zip(v.paragraphs, v.para_chunk)}
-
-            def vectors_for(texts, lookup=lookup):
-                return np.stack([lookup[t] for t in texts]) if texts else np.zeros((0, vectors.shape[1]))
-
-            results.append((v, self.lake.ingest_document(v.doc_id, v.version, v.text, v.effective_at, vectors_for)))
+        for b in range(0, len(versions), self.s.ingest_batch):  # consecutive slices of the ingest order
+            batch = versions[b:b + self.s.ingest_batch]
+            out = self.lake.ingest_batch([(v.doc_id, v.version, v.text, v.effective_at, _vectors_for(v, vectors))
+                                          for v in batch])
+            results.extend(zip(batch, out.results))
         ingest_s = time.perf_counter() - t_start
         snap = self.lake.cold.snapshot()  # warm the cold cache (the load time is reported)
         self._versions: dict[str, list[Version]] = {}
@@ -258,6 +275,7 @@ class LiveVectorLakeRetriever:
         classes = {c: 0 for c in ("unchanged", "moved", "modified", "new", "deleted")}
         steps: dict[int, list[float]] = {}
         seen: dict[str, int] = {}
+        seen_seq: set[int | None] = set()
         n_par = embedded = rows_added = rows_closed = rows_deleted = commits = retirements = 0
         t_ingest = []
         for v, r in results:
@@ -268,7 +286,8 @@ class LiveVectorLakeRetriever:
             rows_added += r.rows_added
             rows_closed += r.rows_closed
             rows_deleted += r.rows_deleted
-            commits += r.seq is not None
+            commits += r.seq is not None and r.seq not in seen_seq  # one commit per batch that wrote rows
+            seen_seq.add(r.seq)
             t_ingest.append(sum(r.timings_s.values()))
             if v.text == "":
                 retirements += 1
@@ -354,7 +373,8 @@ class LiveVectorLakeRetriever:
     def describe(self) -> dict:
         out: dict = {"confidence": "top-1 cosine clipped to [0, 1]",
                      "settings": {"current_tolerance_days": self.s.current_tolerance_days,
-                                  "hot_index": self.s.hot_index, "cold_cache": self.s.cold_cache}}
+                                  "hot_index": self.s.hot_index, "cold_cache": self.s.cold_cache,
+                                  "ingest_batch": self.s.ingest_batch}}
         if self.lake is None:
             return out
         lake = self.lake.describe()

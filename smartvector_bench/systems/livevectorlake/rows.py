@@ -38,12 +38,12 @@ class QueryResult:
 
 @dataclass
 class IngestResult:
-    """What one :meth:`LiveVectorLake.ingest_document` did."""
+    """What one :meth:`LiveVectorLake.ingest_document` did (or one version of an ``ingest_batch``)."""
 
     doc_id: str
     version: int
     effective_at: float  # days
-    seq: int | None  # ingest sequence number of its commit; None when nothing changed (nothing written)
+    seq: int | None  # sequence number of the commit that wrote it (its batch's); None when it changed nothing
     classes: dict[str, int]  # unchanged / moved / modified / new / deleted
     position_classes: list[str]  # class of each paragraph of the new version, by position
     n_paragraphs: int  # paragraphs in the new version
@@ -51,7 +51,7 @@ class IngestResult:
     rows_added: int
     rows_closed: int  # superseded + deleted
     rows_deleted: int  # closed because their text left the document (see ``_closes``)
-    cold_version: int
+    cold_version: int  # the table version after its batch's commit (before it, when the batch wrote nothing)
     timings_s: dict[str, float] = field(default_factory=dict)
 
     @property
