@@ -67,11 +67,12 @@ PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-
 SYSTEM_ORDER = (*report.SYSTEM_ORDER, "smartvector_live", "smartvector_frozen")
 # Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
 BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
-             "ltr")
+             "ltr", "lancedb_valid", "chroma_valid", "milvus_valid")
 CEILINGS = ("oracle",)
 CEILING_HATCH = "////"
 PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
            "recent_cosine": "#e377c2", "valid_authority": "#17a589", "hybrid_valid": "#b5cf6b", "ltr": "#e7298a",
+           "lancedb_valid": "#5254a3", "chroma_valid": "#fdae6b", "milvus_valid": "#9edae5",
            "smartvector": "#1f77b4", "smartvector_soft": "#6baed6",
            "smartvector_tuned": "#08519c",
            "smartvector_ref": "#9467bd", "smartvector_ref_soft": "#c5b0d5",

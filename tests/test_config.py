@@ -21,7 +21,8 @@ from .conftest import compose_config
 GROUPS = ("dataset", "embedder", "retriever", "weights", "experiment")
 # benchmark v2: the systems of conf/config.yaml, in its order
 SYSTEMS = ["plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
-           "ltr", "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
+           "ltr", "lancedb_valid", "chroma_valid", "milvus_valid",
+           "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
            "livevectorlake", "kg_smartvector", "metadata_filter", "oracle"]
 # name -> the system whose folder holds its class (smartvector_tuned: systems/smartvector/tuned.py)
 VARIANTS = {"smartvector_soft": "smartvector", "smartvector_ref_soft": "smartvector_ref",

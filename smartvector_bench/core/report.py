@@ -55,7 +55,8 @@ def p_text(p: float | None) -> str:
 # The main table's row order, the one list of it (systems/discovery.py and paper_figures/common.py read it);
 # systems not listed follow, sorted. metrics.json is written with sorted keys, so the order is not taken from it.
 SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
-                "ltr", "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
+                "ltr", "lancedb_valid", "chroma_valid", "milvus_valid",
+                "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
                 "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
 
 
