@@ -297,6 +297,10 @@ def test_exact_host_needs_the_same_fingerprint_packages_and_python():
     assert not T.exact_host({}, a)[0]
     assert "machine" in T.exact_host(a, {**a, "machine_fingerprint": "f2"})[1]
     assert "numpy" in T.exact_host(a, {**a, "packages": {"numpy": "2.5"}})[1]
+    # a package the committed record predates is not compared; one both name is, even when one side lacks it
+    newer = {**a, "packages": {**a["packages"], "lancedb": "0.40.0"}}
+    assert T.exact_host(a, newer)[0]
+    assert "lancedb" in T.exact_host({**newer, "packages": {**newer["packages"], "lancedb": None}}, newer)[1]
 
 
 def test_same_figure_allows_one_stored_unit_off_an_exact_host_only():

