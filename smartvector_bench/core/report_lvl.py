@@ -12,6 +12,10 @@ from smartvector_bench.core.verdicts.lvl_rules import RULES
 SERIES = ("hot", "cold_cached", "cold_uncached")  # which lake / tier answers
 MODES = ("query_only", "with_embedding", "embedding_only")
 
+# How the table names each hot_index (experiments/lvl_eval.py LvlEvalSettings.hot_index)
+HOT_TIERS = {"milvus": "Milvus Lite hot tier, FLAT", "milvus_hnsw": "Milvus Lite hot tier, HNSW",
+             "flat": "FAISS flat hot tier", "hnsw": "FAISS HNSW hot tier"}
+
 
 def _pct(x, nd: int = 1) -> str:
     return "-" if x is None else f"{100 * x:.{nd}f}%"
@@ -148,7 +152,8 @@ def render(result: dict) -> str:
     load = (f" Load average (1 min) {host['loadavg_1_5_15_at_start'][0]} at the start of the run and "
             f"{host['loadavg_1_5_15_at_end'][0]} at the end: with a load above the core count, other processes "
             "compete for the CPU and the tails grow." if host["loadavg_1_5_15_at_start"] else "")
-    lines += ["", (f"Wall time on {host['cpu_count']} shared cores, in process (FAISS hot tier, "
+    hot = HOT_TIERS.get(cfg.get("hot_index"), f"hot tier {cfg.get('hot_index')}")
+    lines += ["", (f"Wall time on {host['cpu_count']} shared cores, in process ({hot}, "
                    "delta-rs cold tier on local disk); theirs: Milvus + Delta Lake on a MacBook Pro M2. Absolute "
                    "times are informational; they vary between runs." + load),
               "", f"### Temporal accuracy against the gold rows (top-{k} mapped to corpus rows)", "",
