@@ -60,10 +60,12 @@ claims: install
 	$(PY) paper_figures/claims.py --write-readme
 
 .PHONY: bench bench-quick
-## Performance at 10K to 1M vectors into results/perf/ (about 45 min on 2 cores), then its figure.
+## Performance at 10K to 1M vectors into results/perf/ (about 100 min on 2 cores: the filtered-ANN case alone
+## takes 40-60, building FAISS HNSW at 1M three times), then its figures.
 bench: install
 	$(PY) -m smartvector_bench.tools.perf.cli bench_profile=full out_dir=results/perf
 	MPLBACKEND=Agg $(PY) paper_figures/fig_perf.py
+	MPLBACKEND=Agg $(PY) paper_figures/fig_filtered_ann.py
 	$(PY) -m smartvector_bench.tools.gate --write-expected
 
 ## Every perf case at toy sizes in about two minutes, into a temp folder (a smoke test; not for reporting).

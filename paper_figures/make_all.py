@@ -21,7 +21,7 @@ except ImportError:
 
 FIGURES = ("fig_main", "fig_main_large", "fig_facts", "fig_reliability", "fig_leakage", "fig_shortcut_audit", "fig_reembed_cost",
            "fig_feedback_loop", "fig_contradiction_sweep", "fig_ablation", "fig_seeds", "fig_half_life", "fig_perf",
-           "fig_lvl_eval")
+           "fig_lvl_eval", "fig_filtered_ann")
 
 
 def module(name: str):

@@ -17,6 +17,8 @@ from dataclasses import asdict
 
 from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.tools.perf.consolidation import DEFAULT_K, bench_consolidation, dataset_config
+from smartvector_bench.tools.perf.filtered_ann import bench_filtered_ann
+from smartvector_bench.tools.perf.lvl_ingest import bench_lvl_ingest
 from smartvector_bench.tools.perf.peers import bench_kg, bench_livevectorlake
 from smartvector_bench.tools.perf.reference import bench_reference
 from smartvector_bench.tools.perf.ripple import bench_ripple
@@ -110,8 +112,10 @@ CASES: dict[str, Callable[[ScaleData, dict, int, dict], list[Row]]] = {
     "consolidation": _consolidation,
     "ripple": _ripple,
     "lvl": _lvl,
+    "lvl_ingest": bench_lvl_ingest,
     "kg": _kg,
     "reference": _reference,
+    "filtered_ann": bench_filtered_ann,
 }
 
 

@@ -2,6 +2,8 @@
 
 ``make bench`` runs the ``full`` profile into ``results/perf/``; ``make bench-quick`` the ``quick`` one into a
 temp folder. Example: ``smartvector-perf bench_profile=quick out_dir=/tmp/perf search.reps=5``.
+``only=[filtered_ann]`` runs those profile sections alone and merges their rows into the run stored in
+``out_dir`` (``runner.merge_results``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.core.cli_errors import hydra_entry, reports_bad_input
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.tools.perf.runner import run_profile, write_results
+from smartvector_bench.tools.perf.runner import merge_results, require_stored, run_profile, write_results
 
 
 @reports_bad_input("smartvector-perf")
@@ -26,8 +28,13 @@ def bench(cfg: DictConfig) -> None:
             raise BenchError(f"{key}: missing from the bench config (conf/bench.yaml, conf/bench_profile/)")
     t = time.perf_counter()
     datasets: list = []
-    runs = run_profile(container, datasets=datasets)
-    res = write_results(container["out_dir"], container, runs, time.perf_counter() - t, datasets)
+    only = container.get("only") or []
+    only = [only] if isinstance(only, str) else list(only)
+    if only:
+        require_stored(container["out_dir"], only)
+    runs = run_profile(container, datasets=datasets, only=only)
+    res = (merge_results(container["out_dir"], container, runs, time.perf_counter() - t, datasets, only) if only
+           else write_results(container["out_dir"], container, runs, time.perf_counter() - t, datasets))
     print((Path(container["out_dir"]) / "perf.md").read_text(encoding="utf-8"))
     missed = [x["id"] for x in res["targets"] if x["verdict"] == "missed"]
     print(f"wrote {container['out_dir']} ({len(runs)} measurements, {time.perf_counter() - t:.0f} s); "

@@ -20,11 +20,14 @@ RUN_FIELDS = ("case", "system", "n_vectors", "vectors", "metric", "rep", "value"
 SUMMARY_FIELDS = ("case", "system", "n_vectors", "vectors", "metric", "unit", "median", "p05", "p95", "p99",
                   "min", "max", "iqr", "n", "ratio_vs_flat", "note")
 BASELINE = "faiss_flat"
-RATIO_METRICS = {("search_batch", "batch_s"), ("search_latency", "query_ms")}
+RATIO_METRICS = {("search_batch", "batch_s"), ("search_latency", "query_ms"), ("filtered_ann", "query_ms")}
 # Systems timed by the search case on the same query batch as faiss_flat: only their ratios mean anything
 # (the peer and reference cases run their own query sets; they carry their own baselines).
 SAME_BATCH = ("faiss_flat", "faiss_hnsw", "smartvector_exhaustive", "smartvector_exhaustive_numba",
               "smartvector_exhaustive_numpy", "smartvector_rerank", "smartvector_rerank_hnsw")
+# Cases whose every system answers the same queries as that case's own faiss_flat (filtered_ann: the exact
+# filtered search over the in-force vectors), so all their ratios mean something.
+SAME_QUERIES_CASES = ("filtered_ann",)
 
 
 def summary_rows(runs: list[Row]) -> list[dict]:
@@ -42,7 +45,8 @@ def summary_rows(runs: list[Row]) -> list[dict]:
                     "note": rs[0].note})
     index = {(d["case"], d["system"], d["n_vectors"], d["vectors"], d["metric"]): d for d in out}
     for d in out:
-        if (d["case"], d["metric"]) in RATIO_METRICS and d["system"] in SAME_BATCH:
+        if (d["case"], d["metric"]) in RATIO_METRICS and (d["system"] in SAME_BATCH
+                                                           or d["case"] in SAME_QUERIES_CASES):
             base = index.get((d["case"], BASELINE, d["n_vectors"], d["vectors"], d["metric"]))
             if base and base["median"] > 0:
                 d["ratio_vs_flat"] = d["median"] / base["median"]
