@@ -59,6 +59,21 @@ figures: install
 claims: install
 	$(PY) paper_figures/claims.py --write-readme
 
+.PHONY: reproduce-all reproduce-all-nobench
+## From a clean clone to every published result, in order (the experiments, every sweep, make bench, the figures,
+## make claims, the manifest), each step's wall time and peak RSS into results/timings.json (hours on 2 cores).
+## STEPS=main,seeds or SKIP=bench pick steps or groups; the plan: `$(PY) -m smartvector_bench.tools.reproduce
+## --dry-run`. Times: docs/operations.md, "Time to reproduce".
+STEPS ?=
+SKIP  ?=
+REPRODUCE := $(PY) -m smartvector_bench.tools.reproduce $(if $(STEPS),--steps $(STEPS)) $(if $(SKIP),--skip $(SKIP))
+reproduce-all: install
+	$(REPRODUCE)
+
+## The same without make bench's steps (the headline "bench excluded" time).
+reproduce-all-nobench: install
+	$(REPRODUCE) --skip bench
+
 .PHONY: bench bench-quick
 ## Performance at 10K to 1M vectors into results/perf/ (about 100 min on 2 cores: the filtered-ANN case alone
 ## takes 40-60, building FAISS HNSW at 1M three times), then its figures.
