@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import numba
 import numpy as np
 import pytest
 
@@ -122,6 +123,9 @@ def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
     monkeypatch.setattr(fk, "WIDTH", 700)
     monkeypatch.setattr(fk, "Q_BLOCK", 64)
     monkeypatch.setattr(fk, "CHUNK", 96)
+    monkeypatch.setattr(fk, "TILE_ROWS", 48)  # the tiled scan (150 rows) crosses row and vector tiles
+    monkeypatch.setattr(fk, "TILE_WIDTH", 700)
+    monkeypatch.setattr(fk, "TILED_FROM", 8)
     monkeypatch.setattr(fk, "PARALLEL_FROM", 0)  # the parallel column build too
     stored, qv, as_of, c, _ = near_queries(3, 3000, 150)
     ranked, want, rest, _ = check(Scorer(), stored, qv, as_of, c, 5)
@@ -142,16 +146,45 @@ def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch
 
 
 def test_top_k_across_blocks_at_the_kernels_sizes(monkeypatch):
-    """``Q_BLOCK`` queries and a few more (their block takes the serial pass), vectors over two full ``WIDTH``
-    blocks and a last one narrower than a ``CHUNK``, every vector repeated half the corpus later (exact ties
-    across blocks)."""
+    """``Q_BLOCK`` queries and a few more (the tiled scan: a ragged row tile), vectors over two full ``WIDTH``
+    blocks and a last one narrower than a ``CHUNK`` (a ragged vector tile), every vector repeated half the corpus
+    later (exact ties across blocks); then a batch too thin for the tiled scan (wide blocks, the parallel scan
+    and, for its last few rows, the serial one)."""
     n, q = 2 * (fk.WIDTH + fk.CHUNK // 3), fk.Q_BLOCK + fk.SERIAL_BELOW // 2
     stored, qv, as_of, c, _ = repeated_across_blocks(8, n, q)
     spy = BlockSpy(monkeypatch, fk, "scan_block", "scan_block_serial")
     ranked, want, rest, ties = check(Scorer(), stored, qv, as_of, c, 9)  # odd: a tied pair across the cut
     spy.assert_crosses(n)
-    assert {b[0] for b in spy.blocks} == {"scan_block", "scan_block_serial"}
+    assert {b[0] for b in spy.blocks} == {"scan_block"}  # on one thread per share
+    assert max(b[1] for b in spy.blocks) == fk.TILE_ROWS and max(b[3] for b in spy.blocks) == fk.TILE_WIDTH
     assert len(rest) == 0 and ties > 0 and (want[:, 0] >= 0).mean() > 0.9
+    spy.blocks.clear()
+    monkeypatch.setattr(fk, "Q_BLOCK", fk.SERIAL_BELOW * 2)
+    thin = fk.SERIAL_BELOW * 2 + fk.SERIAL_BELOW // 2  # < TILED_FROM per thread
+    _, want, rest, ties = check(Scorer(), stored, qv[:thin], as_of[:thin], c, 9)
+    spy.assert_crosses(n)
+    assert {b[0] for b in spy.blocks} == {"scan_block", "scan_block_serial"}
+    assert len(rest) == 0 and ties > 0
+
+
+def test_tiled_scan_does_not_depend_on_the_thread_count():
+    """One worker or two (the rows split into shares): the same heaps, bit for bit, hence the same run; and the
+    caller's thread count is left as it was."""
+    n, q = 3 * fk.TILE_WIDTH + 77, 2 * fk.TILED_FROM * 2 + 5
+    stored, qv, as_of, c, _ = repeated_across_blocks(11, n, q, dyadic=False)
+    before = numba.get_num_threads()
+    runs = []
+    try:
+        for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
+            numba.set_num_threads(threads)
+            runs.append(fk.exhaustive_top_k_f32(Scorer(), c, stored, qv, as_of, 10))
+            assert numba.get_num_threads() == threads
+    finally:
+        numba.set_num_threads(before)
+    if len(runs) < 2:
+        pytest.skip("one core: no second thread count to compare")
+    assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*runs))
+    assert (runs[0][0][:, 0] >= 0).mean() > 0.9
 
 
 def test_random_vectors_are_within_the_certificate(monkeypatch):
@@ -231,3 +264,14 @@ def test_rounding_bound_holds_and_is_tight(deprio):
     assert err.max() <= e_key
     assert e_key < 100 * max(np.abs(err).max(), 1e-9) and e_key < 1e-5
     assert (diff[fin & dorm_diff] < 0).all()  # only ever in the direction that keeps a candidate
+
+
+def test_serial_and_parallel_scans_have_their_own_cache_entries():
+    """numba's cache keys a function by name, not by options (``jit.variant``): the serial scan must not load the
+    parallel one's machine code or the reverse."""
+    assert fk.scan_block_serial.py_func.__qualname__ == "scan_block_serial"
+    assert fk.scan_block.py_func.__qualname__ == "scan_block"
+    assert fk.scan_block.targetoptions.get("parallel") and not fk.scan_block_serial.targetoptions.get("parallel")
+    assert fk._vector_columns_serial.py_func.__qualname__ != fk._vector_columns.py_func.__qualname__
+    for d in (fk.scan_block, fk.scan_block_serial, fk._vector_columns, fk._vector_columns_serial):
+        assert d._cache._cache_path and d._cache._impl._filename_base.split("-")[0].endswith(d.py_func.__qualname__)

@@ -1,12 +1,14 @@
 """Exhaustive four-signal top-k by a blocked, branch-free float32 pass, made exact by float64 re-scoring.
 
-Per block of stored vectors: one float32 BLAS product (queries x block) gives the cosines; one compiled pass
-per query row turns them into a float32 rank key with no branch per entry (clamps, the validity window,
-exclusions and dormancy are selects), and a threshold selection keeps the ``L = k + m`` best float32 keys per
+Per tile of queries x stored vectors: one float32 BLAS product gives the cosines; one compiled pass per query
+row turns them into a float32 rank key with no branch per entry (clamps, the validity window, exclusions and
+dormancy are selects), and a threshold selection keeps the ``L = k + m`` best float32 keys per
 query in a small heap (a chunk of a row is only scanned for pushes when one of its keys beats the heap's
 root, a test folded into the scoring loop as an OR). The kept candidates are then re-scored in float64 by
 ``scoring.fused`` (bit-identical to ``SmartVector.score``, the specification) from the same float32 cosines,
-and ranked by the harness's tie rule (equal keys: lower corpus index first).
+and ranked by the harness's tie rule (equal keys: lower corpus index first). A batch is split into one share of
+query rows per thread, each running its own single-threaded products and scans over cache-sized tiles (``scan``),
+so the cosines are read back from the core's cache, not from memory, and no core changes thread pool per block.
 
 Separable time factors: 2^(-max(t - c, 0) / H) = min(1, 2^((t0 - t) / H) * 2^((c - t0) / H)), one factor per
 query and one per vector, from a per-group origin t0 (the group's latest as_of) so neither overflows float32:
@@ -29,10 +31,12 @@ left to the caller's float64 path. Certified answers are the specification's top
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import njit, prange
+from numba import get_num_threads, njit, prange
 
+from smartvector_bench.systems.smartvector.jit import blas_threads, one_thread, thread_safe, variant
 from smartvector_bench.systems.smartvector.scoring import Columns, fused
 
 U32 = 2.0 ** -24  # float32 unit roundoff
@@ -46,6 +50,8 @@ Q_BLOCK = 1024  # queries per BLAS product
 CHUNK = 256  # keys per selection test (a chunk is scanned only if one of its keys beats the heap's root)
 EXTRA = 16  # default m: L = k + m float32 candidates kept per query
 MAX_KEPT = 4096  # widening stops here; the caller scores the rest with its float64 path
+TILE_ROWS, TILE_WIDTH = 512, 1024  # a worker's tile of cosines (2 MB): it stays in the core's L2 cache
+TILED_FROM = 64  # query rows per thread from which the tiled scan is used
 
 
 def rounding_bound(weights, expired: float, cmin: float, base_max: float, fb_max: float, access_max: float,
@@ -100,7 +106,7 @@ def _vector_columns(created, decay_from, base, fb_pos, fb_neg, access, rel, t0, 
 # below this many vectors the one-pass column build runs without a parallel region (its thread wake-up costs
 # more than the pass)
 PARALLEL_FROM = 1 << 18
-_vector_columns_serial = njit(_vector_columns.py_func, cache=True)
+_vector_columns_serial = variant(_vector_columns, "_vector_columns_serial", cache=True)
 
 
 @njit(cache=True, inline="always")
@@ -147,7 +153,7 @@ def key32(cos, j, t, at, ac, e_t, e_c, base, fb, acc, rel, win_lo, win_hi, live_
     return key if alive else _NINF
 
 
-@njit(parallel=True, cache=True, fastmath={"contract", "nsz", "arcp"})
+@njit(parallel=True, cache=True, nogil=True, fastmath={"contract", "nsz", "arcp"})
 def scan_block(cos, j0, as_of, a_t, a_c, e_t, e_c, base, fb, acc, rel, win_lo, win_hi, live_lo, live_hi, wts,
                consts, flags, hk, hi, hc):
     """Fold the float32 cosine block ``cos`` (Q, B) of vectors j0 .. j0 + B (the column arguments are those
@@ -225,7 +231,8 @@ class Prepared:
 
 # the same pass without a parallel region, for a block of a few queries (latency calls): waking threads for
 # one row costs more than the row
-scan_block_serial = njit(scan_block.py_func, cache=True, fastmath={"contract", "nsz", "arcp"})
+# (nogil: the tiled scan runs it in worker threads, one per core)
+scan_block_serial = variant(scan_block, "scan_block_serial", cache=True, fastmath={"contract", "nsz", "arcp"})
 SERIAL_BELOW = 8  # query rows per block below which the serial pass is used
 
 
@@ -247,19 +254,55 @@ def cosine_blocks(stored: np.ndarray, qf: np.ndarray):
             yield qs, j0, np.matmul(qf[qs], blk.T, out=out) if full else qf[qs] @ blk.T
 
 
+def _tiles(stored, qf, t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc, rows: slice) -> None:
+    """One worker's share: query rows ``rows``, every vector, by tiles of at most ``TILE_ROWS`` x ``TILE_WIDTH``
+    cosines: one single-threaded BLAS product into a buffer that stays in the core's cache, then the serial
+    scan of that tile, before the next product overwrites it (vectors outer: each is read once per worker)."""
+    n = len(stored)
+    buf = np.empty(min(TILE_ROWS, rows.stop - rows.start) * min(TILE_WIDTH, n), dtype=np.float32)
+    for j0 in range(0, n, TILE_WIDTH):
+        blk = stored[j0:j0 + TILE_WIDTH].T
+        cols = [v[j0:j0 + blk.shape[1]] for v in vec]
+        for r0 in range(rows.start, rows.stop, TILE_ROWS):
+            r = slice(r0, min(rows.stop, r0 + TILE_ROWS))
+            shape = (r.stop - r.start, blk.shape[1])  # a contiguous view even for a ragged tile (BLAS's out)
+            cos = np.matmul(qf[r], blk, out=buf[:shape[0] * shape[1]].reshape(shape))
+            scan_block(cos, j0, t[r], a_t[r], a_c[r], *cols, wts, consts, flags, hk[r], hi[r], hc[r])
+
+
 def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarray, wts: np.ndarray,
          consts: np.ndarray, flags: np.ndarray, kept: int):
-    """The float32 pass for query rows ``rows`` of the group: (key, index, cosine) heaps, each (len(rows), kept)."""
+    """The float32 pass for query rows ``rows`` of the group: (key, index, cosine) heaps, each (len(rows), kept).
+
+    Many rows: the rows are split into one contiguous share per thread (numba's thread count), each worker
+    running products and scans of cache-sized tiles with BLAS held to one thread, so no block of cosines goes
+    out to memory and back, and no core is handed between BLAS's thread pool and numba's. Each query's heap
+    sees the vectors in ascending order whatever the split, so the result does not depend on the thread
+    count. Fewer rows than ``TILED_FROM`` per thread (a share too thin to keep a core busy): wide blocks, one
+    BLAS product each on every thread, then the parallel (or, for a few rows, serial) scan of the block."""
     nq = len(rows)
     hk = np.full((nq, kept), -np.inf, dtype=np.float32)
     hi = np.full((nq, kept), -1, dtype=np.int64)
     hc = np.zeros((nq, kept), dtype=np.float32)
     t, a_t, a_c = prep.as_of[rows], prep.a_t[rows], prep.a_c[rows]
     vec = prep.vector_args()
-    for qs, j0, cos in cosine_blocks(stored, np.ascontiguousarray(queries[rows], dtype=np.float32)):
-        cols = (v[j0:j0 + cos.shape[1]] for v in vec)
-        kernel = scan_block if len(cos) >= SERIAL_BELOW else scan_block_serial
-        kernel(cos, j0, t[qs], a_t[qs], a_c[qs], *cols, wts, consts, flags, hk[qs], hi[qs], hc[qs])
+    qf = np.ascontiguousarray(queries[rows], dtype=np.float32)
+    workers = get_num_threads()
+    if nq < workers * TILED_FROM or not thread_safe():
+        for qs, j0, cos in cosine_blocks(stored, qf):
+            cols = (v[j0:j0 + cos.shape[1]] for v in vec)
+            kernel = scan_block if len(cos) >= SERIAL_BELOW else scan_block_serial
+            kernel(cos, j0, t[qs], a_t[qs], a_c[qs], *cols, wts, consts, flags, hk[qs], hi[qs], hc[qs])
+        return hk, hi, hc
+    cuts = np.linspace(0, nq, workers + 1).astype(int)
+    shares = [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+    args = (stored, qf, t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc)
+    with blas_threads(1):
+        if workers == 1:
+            one_thread(_tiles, *args, shares[0])
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                list(pool.map(lambda share: one_thread(_tiles, *args, share), shares))
     return hk, hi, hc
 
 
