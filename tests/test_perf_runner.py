@@ -137,6 +137,21 @@ def test_missed_1m_consolidation_target_names_its_phases_largest_first():
     assert t5t["detail"] == "contradictions 200.0 s; candidates 150.0 s; edges 30.0 s"
 
 
+def test_1m_consolidation_memory_target_breaks_the_peak_down_by_phase():
+    system = "smartvector_distinct_k10"
+    runs = rows("consolidation", system, 1_000_000, "synthetic", "seconds", [30.0], "s")
+    runs += rows("consolidation", system, 1_000_000, "synthetic", "peak_rss_mb", [3400.0], "MB")
+    runs += rows("consolidation", system, 1_000_000, "synthetic", "rss_before_mb", [2660.0], "MB")
+    for phase, v in (("setup", 690.0), ("candidates", 740.0), ("contradictions", 620.0)):
+        runs += rows("consolidation", system, 1_000_000, "synthetic", f"phase_peak_rss_mb.{phase}", [v], "MB")
+    t5m = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T5m")
+    assert t5m["verdict"] == "met" and t5m["measured"] == pytest.approx(3400.0)
+    assert t5m["detail"] == ("seconds 30.0; RSS before the run 2660 MB (the dataset); peak above it by phase: "
+                             "candidates +740 MB, setup +690 MB, contradictions +620 MB")
+    t5t = next(t for t in evaluate_targets(summary_rows(runs)) if t["id"] == "T5t")
+    assert "MB" not in t5t["detail"]  # the memory rows are not phases of the time
+
+
 def test_t1_detail_carries_the_float32_kernel_profile():
     from smartvector_bench.tools.perf.summary import summary_rows
     from smartvector_bench.tools.perf.targets import evaluate_targets

@@ -64,6 +64,36 @@ def sorted_unique(x: np.ndarray) -> np.ndarray:
     return x[np.r_[True, x[1:] != x[:-1]]] if x.size else x
 
 
+class KeyUnion:
+    """The sorted unique union of int64 key pieces, merged as they arrive (whenever the pieces waiting reach
+    the merged size, and at least ``PIECES_MERGED`` keys): a key found in many pieces is held about once,
+    not once per piece, so the peak is a few times the union instead of the sum of all pieces."""
+
+    PIECES_MERGED = 1 << 22
+
+    def __init__(self) -> None:
+        self._merged = np.zeros(0, dtype=np.int64)
+        self._waiting: list[np.ndarray] = []
+        self._size = 0
+
+    def add(self, piece: np.ndarray) -> None:
+        self._waiting.append(np.asarray(piece, dtype=np.int64))
+        self._size += len(piece)
+        if self._size >= max(len(self._merged), self.PIECES_MERGED):
+            self._merge()
+
+    def _merge(self) -> None:
+        key = np.concatenate([self._merged, *self._waiting])
+        self._merged, self._waiting, self._size = None, [], 0  # the pieces go before the unique copy is made
+        key.sort()  # in place: sorted_unique would sort a copy
+        self._merged = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
+
+    def result(self) -> np.ndarray:
+        if self._waiting:
+            self._merge()
+        return self._merged
+
+
 def _first_k_not_self(labels: np.ndarray, rows: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """From (B, k + 1) neighbour ids of ``rows``: each row's first ``k`` ids that are neither itself nor -1."""
     ok = (labels != rows[:, None]) & (labels >= 0)
@@ -105,20 +135,54 @@ def all_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
     return i.astype(np.int64), j.astype(np.int64)
 
 
-def orient(lo: np.ndarray, hi: np.ndarray, new: np.ndarray, pool: np.ndarray, n: int,
-           ) -> tuple[np.ndarray, np.ndarray]:
-    """Candidate pairs restricted to one endpoint in ``new`` and the other in ``pool`` (bool masks or index
-    arrays over ``n`` items), returned as ``(i, j)`` with ``i`` in new and ``j`` in pool, each unordered pair
-    once, ordered as the all-pairs scan visits them: by ``i`` then ``j``, where ``i`` is the smaller
-    endpoint when both orientations qualify."""
-    is_new, in_pool = _mask(new, n), _mask(pool, n)
+# Candidate pairs oriented and tested at a time (select_oriented): its temporaries are ~8 MB int64 arrays
+# instead of arrays over every candidate pair (~10M at 1M vectors).
+ORIENT_CHUNK = 1 << 20
+
+
+def _oriented_keys(lo: np.ndarray, hi: np.ndarray, is_new: np.ndarray, in_pool: np.ndarray, n: int) -> np.ndarray:
+    """Sorted keys ``i * n + j`` of the pairs of ``(lo, hi)`` with ``i`` new and ``j`` in the pool (see orient)."""
     fwd = is_new[lo] & in_pool[hi]  # lo is the new endpoint (preferred: the scan reaches lo first)
     bwd = ~fwd & is_new[hi] & in_pool[lo]
     key = np.concatenate([lo[fwd], hi[bwd]]).astype(np.int64) * n  # i * n + j sorts as (i, j), one array
     key += np.concatenate([hi[fwd], lo[bwd]])
     del fwd, bwd
     key.sort()
+    return key
+
+
+def orient(lo: np.ndarray, hi: np.ndarray, new: np.ndarray, pool: np.ndarray, n: int,
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs restricted to one endpoint in ``new`` and the other in ``pool`` (bool masks or index
+    arrays over ``n`` items), returned as ``(i, j)`` with ``i`` in new and ``j`` in pool, each unordered pair
+    once, ordered as the all-pairs scan visits them: by ``i`` then ``j``, where ``i`` is the smaller
+    endpoint when both orientations qualify."""
+    key = _oriented_keys(lo, hi, _mask(new, n), _mask(pool, n), n)
     return key // n, key % n
+
+
+def select_oriented(lo: np.ndarray, hi: np.ndarray, new: np.ndarray, pool: np.ndarray, n: int, test,
+                    chunk: int = ORIENT_CHUNK) -> tuple[np.ndarray, ...]:
+    """The pairs ``(i, j)`` of ``orient(lo, hi, new, pool, n)`` that pass ``test``, in orient's order, without
+    orienting every pair at once: ``chunk`` candidate pairs at a time are oriented and given to ``test(i, j)``,
+    which returns a bool mask, or ``(mask, values)`` (then the kept pairs' values come third). ``test`` must
+    judge each pair on its own (the result is then the same for every ``chunk``); only kept pairs are held."""
+    is_new, in_pool = _mask(new, n), _mask(pool, n)
+    keys, vals = [], []
+    for s in range(0, len(lo), max(1, int(chunk))) or [0]:  # no pairs: one empty test still says what it gives
+        key = _oriented_keys(lo[s:s + chunk], hi[s:s + chunk], is_new, in_pool, n)
+        got = test(key // n, key % n)
+        mask, v = got if isinstance(got, tuple) else (got, None)
+        keys.append(key[mask])
+        if v is not None:
+            vals.append(v[mask])
+    key = np.concatenate(keys)
+    order = np.argsort(key, kind="stable")  # chunks interleave in (i, j): both orientations occur in each
+    key = key[order]
+    out = (key // n, key % n)
+    if vals:
+        return (*out, np.concatenate(vals)[order])
+    return out
 
 
 def _mask(x: np.ndarray, n: int) -> np.ndarray:

@@ -16,19 +16,19 @@ run looks at what changed since the previous run (pairs are judged once).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from smartvector_bench.systems.smartvector.candidates import knn_pairs, orient, sorted_unique
+from smartvector_bench.systems.smartvector.candidates import ORIENT_CHUNK, knn_pairs, select_oriented, sorted_unique
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.systems.smartvector.detectors import (  # noqa: F401
     ReferenceDetector, SemanticDetector, content_similarity, jaccard_between, jaccard_of, jaccard_pairs,
     word_sets_matrix)
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.systems.smartvector.compact import PackedRagged
+from smartvector_bench.systems.smartvector.compact import PackedRagged, narrow_ids
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.ripple import RippleParams, apply_ripple, ripple_hits
 from smartvector_bench.core.settings import choice
@@ -139,9 +139,10 @@ def latest_successor(superseded_by: np.ndarray, valid_from: np.ndarray, at: floa
 
 
 class ConsolidationAgent:
+    chunk = ORIENT_CHUNK  # candidate pairs oriented and tested at a time (the result does not depend on it)
+
     def __init__(self, corpus: Corpus, params: ConsolidationParams, vectors: np.ndarray | None = None):
-        self.corpus = corpus
-        self.p = params
+        self.corpus, self.p = corpus, params
         if params.detector == "semantic":
             if vectors is None:
                 raise ValueError("the semantic detector needs the corpus embeddings")
@@ -149,6 +150,7 @@ class ConsolidationAgent:
         else:
             self.detector = ReferenceDetector(corpus, params.topic_threshold, params.content_threshold)
         self.words = self.detector.words if params.detector == "reference" else word_sets_matrix(corpus.texts)
+        self.word_sizes = np.asarray(self.words.sum(axis=1)).ravel()  # read by every chunk's Jaccard (50 ms at 1M)
         # Dependency edges as found (given and detected, before transfer): unique, CSR over the dependant, packed
         # (compact.PackedRagged); ``edge_version`` counts the batches merged in (caches of R key on it).
         self.edges = PackedRagged.pack(edges_to_ragged(np.zeros(0, np.int64), np.zeros(0, np.int64), len(corpus)))
@@ -165,15 +167,23 @@ class ConsolidationAgent:
         self.vectors = vectors
         self._candidates: tuple[np.ndarray, np.ndarray] | None = None
         self.timings: dict[str, float] = {}  # seconds of the last run's phases
+        self.probe: Callable[[str], None] | None = None  # told each phase as it starts (see consolidate)
+
+    def _phase(self, name: str) -> float:
+        if self.probe is not None:
+            self.probe(name)
+        return time.perf_counter()
 
     def candidate_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """The candidate pairs (i < j) over the corpus vectors (``candidate_pairs``: distinct or knn), computed
-        once."""
+        once; int32 below 2^31 rows (~10M pairs at 1M vectors: 80 MB, not 160 MB)."""
         if self._candidates is None:
-            self._candidates = (distinct_pairs(self.vectors, self.words, int(self.k), self.p.duplicate_cosine,
-                                               self.p.candidate_index, **word_rule_options(self.p, self.corpus.texts))
-                                if self.p.candidate_pairs == "distinct"
-                                else knn_pairs(self.vectors, int(self.k), self.p.candidate_index))
+            lo, hi = (distinct_pairs(self.vectors, self.words, int(self.k), self.p.duplicate_cosine,
+                                     self.p.candidate_index, **word_rule_options(self.p, self.corpus.texts))
+                      if self.p.candidate_pairs == "distinct"
+                      else knn_pairs(self.vectors, int(self.k), self.p.candidate_index))
+            lo = narrow_ids(lo, len(self.corpus))
+            self._candidates = (lo, narrow_ids(hi, len(self.corpus)))
         return self._candidates
 
     # -- edges -----------------------------------------------------------------------------------------------
@@ -219,16 +229,16 @@ class ConsolidationAgent:
         # Contradictions between what changed and what is in force.
         timings = self.timings = {}
         if self.k is not None:
-            t0 = time.perf_counter()
+            t0 = self._phase("candidates")
             lo, hi = self.candidate_pairs()
             timings["candidates_s"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t0 = self._phase("contradictions")
         origins: set[int] = set()
         new = pending[in_force[pending]] if len(pending) else pending
         if self.k is None:
             found = self.detector.pairs(new, np.nonzero(in_force)[0])
         else:
-            found = self.detector.pairs_from(*orient(lo, hi, new, in_force, len(c)))
+            found = self.detector.judge(*select_oriented(lo, hi, new, in_force, len(c), self.detector.gate, self.chunk))
         for a, b, detail in found:
             if (a, b) in self.judged:
                 continue
@@ -245,17 +255,17 @@ class ConsolidationAgent:
         timings["contradictions_s"] = time.perf_counter() - t0
 
         # Dependency edges: the corpus's own, plus detected ones between different documents.
-        t0 = time.perf_counter()
+        t0 = self._phase("edges")
         self._add_given_edges(fresh)
         if self.p.detect_dependencies and len(fresh):
             ingested = store.ingested()
             if self.k is None:
                 i, j, _ = jaccard_between(self.words, fresh, np.nonzero(ingested)[0], self.p.dependency_threshold)
                 keep = (c.doc_id[i] != c.doc_id[j]) & ~(np.isin(j, fresh) & (j < i))  # each new pair once
+                i, j = i[keep], j[keep]
             else:  # candidate pairs with one end fresh and the other ingested, each once
-                i, j = orient(lo, hi, fresh, ingested, len(c))
-                keep = (jaccard_of(self.words, i, j) > self.p.dependency_threshold) & (c.doc_id[i] != c.doc_id[j])
-            i, j = i[keep], j[keep]
+                i, j = select_oriented(lo, hi, fresh, ingested, len(c), lambda a, b: (c.doc_id[a] != c.doc_id[b]) & (
+                    jaccard_of(self.words, a, b, sizes=self.word_sizes) > self.p.dependency_threshold), self.chunk)
             ai, aj = c.authority[i], c.authority[j]
             # The lower-authority chunk depends on the higher one; on equal authority the newer on the older
             # (then the later corpus row on the earlier).
@@ -269,7 +279,7 @@ class ConsolidationAgent:
         # Ripple from every vector superseded since the last run, and from every demoted loser, to whoever
         # depended on it: by the edges as given, as they counted at the previous run (before this supersession
         # moved them on) and as they count now.
-        t0 = time.perf_counter()
+        t0 = self._phase("ripple")
         origins |= set(pending[store.status[pending] == Status.DEPRECATED].tolist())
         if origins:
             views = [self.raw_edges(), self.depends_on(t)]
@@ -283,6 +293,7 @@ class ConsolidationAgent:
             apply_ripple(store, hits, t, self.p.ripple.floor)
 
         timings["ripple_s"] = time.perf_counter() - t0
+        self._phase("statuses")
 
         # Dormancy after this run's verdicts and ripples; then DEPRECATED -> ARCHIVED after the grace period,
         # and UNCONSOLIDATED -> ACTIVE.
@@ -310,10 +321,10 @@ class ConsolidationAgent:
         conf = store.live_confidence(np.array([t]))[0]
         low = conf < store.conf.dormant_threshold
         awake = (store.status == Status.ACTIVE) | (store.status == Status.UNCONSOLIDATED)
-        for i in np.nonzero(in_force & awake & low)[0]:
-            store.set_status(int(i), Status.DORMANT, t, f"decay: confidence {conf[i]:.3f} below threshold")
-        for i in np.nonzero((store.status == Status.DORMANT) & ~low)[0]:
-            store.set_status(int(i), Status.ACTIVE, t, f"revived: confidence {conf[i]:.3f}")
+        # set_status's records as one batch each (~160 MB of dicts at 1M); disjoint sets, so both chosen first
+        for rows, status, why in ((in_force & awake & low, Status.DORMANT, "decay: confidence {:.3f} below threshold"),
+                                  ((store.status == Status.DORMANT) & ~low, Status.ACTIVE, "revived: confidence {:.3f}")):
+            store.set_statuses(np.nonzero(rows)[0], status, t, [why.format(x) for x in conf[rows].tolist()])
 
 
 # -- the frozen form ---------------------------------------------------------------------------------------------
@@ -368,14 +379,22 @@ def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
 
 
 def consolidate(corpus: Corpus, at: float, params: ConsolidationParams, vectors: np.ndarray | None = None,
-                conf: ConfidenceParams | None = None, store_params: StoreParams | None = None) -> ConsolidationResult:
-    """Everything created by ``at`` ingested, supersessions in force applied, one consolidation run at ``at``."""
+                conf: ConfidenceParams | None = None, store_params: StoreParams | None = None,
+                chunk: int = ORIENT_CHUNK, probe: Callable[[str], None] | None = None) -> ConsolidationResult:
+    """Everything created by ``at`` ingested, supersessions in force applied, one consolidation run at ``at``.
+    ``chunk``: ConsolidationAgent.chunk. ``probe``: called with each phase's name as it starts (ingest, setup,
+    candidates, contradictions, edges, ripple, statuses): lets a benchmark measure each phase's memory."""
+    probe = probe or (lambda phase: None)
+    probe("ingest")
     t0 = time.perf_counter()
     store = VectorStore(corpus, conf or ConfidenceParams(), store_params or StoreParams())
     ingest_until(store, at)
+    probe("setup")
     t1 = time.perf_counter()
     agent = ConsolidationAgent(corpus, params, vectors)
     t2 = time.perf_counter()
+    agent.chunk, agent.probe = chunk, probe
     agent.run(store, at)
+    agent.probe = None  # the result keeps no reference to the probe
     agent.timings.update(ingest_s=t1 - t0, setup_s=t2 - t1)  # setup: word sets (and the detector's tables)
     return ConsolidationResult(store, agent, at)

@@ -36,14 +36,24 @@ class Detector(Protocol):
 
     def pairs_from(self, i: np.ndarray, j: np.ndarray) -> list[tuple[int, int, dict]]:
         """Contradicting (lo, hi, detail) among the given pairs (unique unordered pairs, i != j), in the given
-        order: the same judgement as ``pairs`` on each pair."""
+        order: the same judgement as ``pairs`` on each pair; ``judge(i[m], j[m], v[m])`` of ``m, v = gate(i, j)``."""
+        ...
+
+    def gate(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mask, values): the pairs that may contradict (same topic / subject) and their measure, pair by pair
+        (so the pairs can be gated in chunks: only the few that pass are then held and judged)."""
+        ...
+
+    def judge(self, i: np.ndarray, j: np.ndarray, values: np.ndarray) -> list[tuple[int, int, dict]]:
+        """Contradicting (lo, hi, detail) among gated pairs, in the given order."""
         ...
 
 
-def word_sets_matrix(texts: list[str], block: int = 1 << 16) -> sparse.csr_matrix:
+def word_sets_matrix(texts: list[str], block: int = 1 << 14) -> sparse.csr_matrix:
     """Binary (N, vocabulary) matrix of lower-cased whitespace tokens (the reference's word sets). Columns
     are numbered in order of first appearance; per block of texts, tokens are hashed by pandas.factorize and
-    only the block's distinct words meet the Python dict (a dict step per token costs ~20 s at 1M texts)."""
+    only the block's distinct words meet the Python dict (a dict step per token costs ~20 s at 1M texts).
+    A block's token lists are Python strings (~100 MB per 2^16 texts), hence the small blocks."""
     vocab: dict[str, int] = {}
     rows, cols = [], []  # per block: words per text, their columns
     for s in range(0, len(texts), block):
@@ -58,6 +68,7 @@ def word_sets_matrix(texts: list[str], block: int = 1 << 16) -> sparse.csr_matri
     indptr = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(rows) if rows else indptr[1:], out=indptr[1:])
     indices = np.concatenate(cols) if cols else np.zeros(0, np.int32)
+    del cols  # before the data array: the pieces and the whole are not held together with it
     return sparse.csr_matrix((np.ones(len(indices), dtype=np.float32), indices, indptr),
                              shape=(len(texts), max(1, len(vocab))))
 
@@ -76,11 +87,13 @@ def jaccard_between(words: sparse.csr_matrix, rows: np.ndarray, cols: np.ndarray
     return i[keep], j[keep], jac[keep]
 
 
-def jaccard_of(words: sparse.csr_matrix, i: np.ndarray, j: np.ndarray, block: int = 1 << 18) -> np.ndarray:
+def jaccard_of(words: sparse.csr_matrix, i: np.ndarray, j: np.ndarray, block: int = 1 << 16,
+               sizes: np.ndarray | None = None) -> np.ndarray:
     """Word-set Jaccard of the given pairs (row-wise sparse intersection, no N x N product); the same float32
-    values as :func:`jaccard_between` gives for those pairs."""
+    values as :func:`jaccard_between` gives for those pairs, whatever the ``block`` (~60 MB of row copies per
+    2^16 pairs). ``sizes``: the rows' word counts, ``words.sum(axis=1)`` (given by callers that ask per chunk)."""
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-    sizes = np.asarray(words.sum(axis=1)).ravel()
+    sizes = np.asarray(words.sum(axis=1)).ravel() if sizes is None else sizes
     out = np.empty(len(i), dtype=np.result_type(words.dtype, sizes.dtype))
     for s in range(0, len(i), block):
         a, b = i[s:s + block], j[s:s + block]
@@ -113,6 +126,7 @@ def content_similarity(a: str, b: str) -> float:
 
 # difflib's autojunk heuristic (drop characters that are "popular" in b) applies when len(b) >= this.
 AUTOJUNK_MIN = 200
+JUDGE_CHUNK = 1 << 15  # gated pairs judged at a time: their CharTable is <= 2^16 rows x 2 x 199 code points
 
 
 class CharTable:
@@ -125,7 +139,7 @@ class CharTable:
     >= 2 max(p, s) / (la + lb). Where autojunk applies the bound is 0 (unknown).
     """
 
-    def __init__(self, texts: list[str], width: int = AUTOJUNK_MIN - 1, block: int = 1 << 15):
+    def __init__(self, texts: list[str], width: int = AUTOJUNK_MIN - 1, block: int = 1 << 12):
         low = [t.lower() for t in texts]
         n = len(low)
         self.lengths = np.fromiter((len(t) for t in low), dtype=np.int64, count=n)
@@ -134,7 +148,7 @@ class CharTable:
         dtype = np.uint32 if wide else np.uint16
         self.head = np.zeros((n, w), dtype=dtype)
         self.tail = np.zeros((n, w), dtype=dtype)
-        for s in range(0, n if w else 0, block):  # blocks of rows bound the temporaries
+        for s in range(0, n if w else 0, block):  # blocks of rows bound the temporaries (int64 per code point)
             lengths = self.lengths[s:s + block]
             codes = np.frombuffer("".join(low[s:s + block]).encode("utf-32-le"), dtype=np.uint32)
             if not codes.size:
@@ -185,9 +199,12 @@ class ReferenceDetector:
 
     def __post_init__(self) -> None:
         self.words = word_sets_matrix(self.corpus.texts)
-        # one code per (document, version), in order of first row; the key strings are not kept (~70 MB at 1M)
-        keys = np.array([f"{d}\0{v}" for d, v in zip(self.corpus.doc_id, self.corpus.version)], dtype=object)
-        self.doc_version_code = pd.factorize(keys)[0].astype(np.int64)
+        self.sizes = np.asarray(self.words.sum(axis=1)).ravel()  # as jaccard_of computes them, once
+        # one code per (document, version), in order of first row: the pair of the two columns' codes as one
+        # int64 (no per-row key strings: ~100 MB at 1M)
+        doc = pd.factorize(np.asarray(self.corpus.doc_id, dtype=object))[0].astype(np.int64)
+        version, versions = pd.factorize(np.asarray(self.corpus.version))
+        self.doc_version_code = pd.factorize(doc * max(1, len(versions)) + version)[0].astype(np.int64)
 
     def pairs(self, new: np.ndarray, pool: np.ndarray) -> list[tuple[int, int, dict]]:
         i, j, jac = jaccard_between(self.words, np.asarray(new), np.asarray(pool), self.topic_threshold)
@@ -196,27 +213,37 @@ class ReferenceDetector:
 
     def pairs_from(self, i: np.ndarray, j: np.ndarray) -> list[tuple[int, int, dict]]:
         i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
-        jac = jaccard_of(self.words, i, j)
-        keep = (jac > self.topic_threshold) & (i != j)
-        i, j, jac = i[keep], j[keep], jac[keep]
+        keep, jac = self.gate(i, j)
+        return self.judge(i[keep], j[keep], jac[keep])
+
+    def gate(self, i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Same topic: word Jaccard above ``topic_threshold`` (and i != j); the Jaccard."""
+        jac = jaccard_of(self.words, i, j, sizes=self.sizes)
+        return (jac > self.topic_threshold) & (i != j), jac
+
+    def judge(self, i: np.ndarray, j: np.ndarray, jac: np.ndarray) -> list[tuple[int, int, dict]]:
         return self._judge(np.minimum(i, j), np.maximum(i, j), jac)
 
-    def _judge(self, i: np.ndarray, j: np.ndarray, jac: np.ndarray) -> list[tuple[int, int, dict]]:
+    def _judge(self, i: np.ndarray, j: np.ndarray, jac: np.ndarray, chunk: int = JUDGE_CHUNK,
+               ) -> list[tuple[int, int, dict]]:
         """Same topic already established: different document version and difflib ratio < content_threshold.
         Pairs whose exact lower bound of the ratio reaches the threshold are not contradictions and skip
-        difflib; the ratio is computed for the rest (the result is the same as computing it for every pair)."""
+        difflib; the ratio is computed for the rest (the result is the same as computing it for every pair).
+        ``chunk`` pairs at a time: the bound's table covers one chunk's rows (the bound of a pair does not
+        depend on the other rows of the table), not every row gated at 1M (~200 MB)."""
         keep = self.doc_version_code[i] != self.doc_version_code[j]
         i, j, jac = i[keep], j[keep], jac[keep]
         texts = self.corpus.texts
-        # the table of the rows judged only (a few per cent of a large corpus: N x 2 x 199 code points is not)
-        rows, at = np.unique(np.r_[i, j], return_inverse=True)
-        chars = CharTable([texts[r] for r in rows.tolist()])
-        undecided = chars.ratio_lower_bound(at[:len(i)], at[len(i):]) < self.content_threshold
         out = []
-        for a, b, x in zip(i[undecided].tolist(), j[undecided].tolist(), jac[undecided].tolist()):
-            sim = content_similarity(texts[a], texts[b])
-            if sim < self.content_threshold:
-                out.append((a, b, {"jaccard": round(x, 4), "char_similarity": round(sim, 4)}))
+        for s in range(0, len(i), max(1, int(chunk))):
+            a, b, x = i[s:s + chunk], j[s:s + chunk], jac[s:s + chunk]
+            rows, at = np.unique(np.r_[a, b], return_inverse=True)
+            chars = CharTable([texts[r] for r in rows.tolist()])
+            undecided = chars.ratio_lower_bound(at[:len(a)], at[len(a):]) < self.content_threshold
+            for p, q, v in zip(a[undecided].tolist(), b[undecided].tolist(), x[undecided].tolist()):
+                sim = content_similarity(texts[p], texts[q])
+                if sim < self.content_threshold:
+                    out.append((p, q, {"jaccard": round(v, 4), "char_similarity": round(sim, 4)}))
         return out
 
 
@@ -247,11 +274,18 @@ class SemanticDetector:
     def pairs_from(self, i: np.ndarray, j: np.ndarray, block: int = 1 << 16) -> list[tuple[int, int, dict]]:
         """Row-wise cosines of the given pairs (may differ from the matrix product in the last float32 bit)."""
         i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
+        keep, sims = self.gate(i, j, block)
+        return self.judge(i[keep], j[keep], sims[keep])
+
+    def gate(self, i: np.ndarray, j: np.ndarray, block: int = 1 << 16) -> tuple[np.ndarray, np.ndarray]:
+        """Same subject: row-wise cosine at least ``similarity_threshold`` (each row's dot product on its own,
+        whatever the block); the cosines."""
         sims = np.empty(len(i), dtype=self.vectors.dtype)
         for s in range(0, len(i), block):
             sims[s:s + block] = np.einsum("ij,ij->i", self.vectors[i[s:s + block]], self.vectors[j[s:s + block]])
-        keep = sims >= self.similarity_threshold
-        i, j, sims = i[keep], j[keep], sims[keep]
+        return sims >= self.similarity_threshold, sims
+
+    def judge(self, i: np.ndarray, j: np.ndarray, sims: np.ndarray) -> list[tuple[int, int, dict]]:
         return self._judge(np.minimum(i, j), np.maximum(i, j), sims)
 
     def _judge(self, i: np.ndarray, j: np.ndarray, s: np.ndarray) -> list[tuple[int, int, dict]]:

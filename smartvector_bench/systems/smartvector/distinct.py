@@ -36,10 +36,12 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 
-from smartvector_bench.systems.smartvector.candidates import all_pairs, knn_pairs, sorted_unique
+from smartvector_bench.systems.smartvector.candidates import KeyUnion, all_pairs, knn_pairs, sorted_unique
 from smartvector_bench.systems.smartvector.detectors import content_similarity
 
-PAIR_CHUNK = 1 << 22  # row pairs generated at a time (int64 temporaries of ~30 MB each)
+PAIR_CHUNK = 1 << 20  # row pairs generated at a time (int64 temporaries of ~8 MB each)
+ENTRY_CHUNK = 1 << 22  # word-matrix entries counted at a time by split_words (~30M entries at 1M vectors)
+DENSE_COUNTS = 1 << 23  # split_words counts (word, group) keys in a dense table up to this many cells (64 MB)
 
 
 def duplicate_groups(x: np.ndarray, dup_cosine: float, max_leaders: int = 2048, block_rows: int = 4096,
@@ -135,14 +137,15 @@ def _members(g: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return order, starts, sizes
 
 
-def _grids(rows_a: np.ndarray, rows_b: np.ndarray):
+def _grids(rows_a: np.ndarray, rows_b: np.ndarray, chunk: int | None = None):
     """For items with ``rows_a[p]`` by ``rows_b[p]`` combinations, yields ``(p, u, v)`` for every combination
-    ``u < rows_a[p]``, ``v < rows_b[p]`` of item ``p``, in pieces of about ``PAIR_CHUNK``."""
+    ``u < rows_a[p]``, ``v < rows_b[p]`` of item ``p``, in pieces of about ``chunk`` (default PAIR_CHUNK)."""
+    chunk = PAIR_CHUNK if chunk is None else max(1, int(chunk))
     count = rows_a.astype(np.int64) * rows_b
     cum = np.cumsum(count)
     lo = 0
     while lo < len(count):
-        hi = max(lo + 1, int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + PAIR_CHUNK, side="right")))
+        hi = max(lo + 1, int(np.searchsorted(cum, (cum[lo - 1] if lo else 0) + chunk, side="right")))
         c = count[lo:hi]
         p = np.repeat(np.arange(lo, hi), c)
         local = np.arange(int(c.sum())) - np.repeat(np.cumsum(c) - c, c)
@@ -156,47 +159,98 @@ def _keys(ra: np.ndarray, rb: np.ndarray, n: int) -> np.ndarray:
     return sorted_unique(np.minimum(ra, rb) * n + np.maximum(ra, rb))
 
 
-def _every_member_pair(ga: np.ndarray, gb: np.ndarray, order, starts, sizes, n: int) -> list[np.ndarray]:
+def _every_member_pair(ga: np.ndarray, gb: np.ndarray, order, starts, sizes, n: int, out: KeyUnion) -> None:
     """Keys ``lo * n + hi`` of every row pair across each group pair (a group with itself: distinct rows)."""
-    return [_keys(order[starts[ga[p]] + u], order[starts[gb[p]] + v], n)
-            for p, u, v in _grids(sizes[ga], sizes[gb])]
+    for p, u, v in _grids(sizes[ga], sizes[gb]):
+        out.add(_keys(order[starts[ga[p]] + u], order[starts[gb[p]] + v], n))
 
 
 def split_words(words: sparse.csr_matrix, g: np.ndarray, small: int) -> tuple[sparse.csr_matrix, sparse.csr_matrix]:
     """(core, rare): the word-set matrix split by entry. An entry is rare when its row's group has more than
     ``small`` rows and at most ``small`` of them hold the word (what sets some copies apart: a team's name,
     a document's id, a version's value); every other entry is core."""
-    w = sparse.csr_matrix(words, dtype=np.float32)
+    w = _float_words(words)
+    rare = rare_entries(w, g, small)
+    return word_part(w, ~rare), word_part(w, rare)
+
+
+def _float_words(words: sparse.csr_matrix) -> sparse.csr_matrix:
+    w = sparse.csr_matrix(words, dtype=np.float32)  # float32 input: shares its arrays, no copy
     w.sort_indices()
+    return w
+
+
+def _sorted_counts(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct values, how many times each occurs) of an int64 array, by sorting a copy."""
+    key = np.sort(key)
+    start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]) if key.size else np.zeros(0, np.int64)
+    return key[start], np.diff(np.r_[start, key.size])
+
+
+def rare_entries(w: sparse.csr_matrix, g: np.ndarray, small: int, chunk: int | None = None) -> np.ndarray:
+    """Bool per entry of ``w`` (sorted CSR): rare in the sense of :func:`split_words`. The (word, group) keys
+    are counted ``chunk`` entries (default ENTRY_CHUNK) at a time, whole rows each: no int64 array over every
+    entry (three of them were ~700 MB at 1M vectors)."""
+    chunk = ENTRY_CHUNK if chunk is None else max(1, int(chunk))
     n_groups = int(g.max()) + 1 if len(g) else 0
-    gr = np.repeat(g, np.diff(w.indptr))  # each entry's group
-    key = w.indices.astype(np.int64)
-    key *= n_groups
-    key += gr  # in place: each N-entry int64 temporary is ~200 MB at 1M vectors
-    if w.shape[1] * n_groups <= 1 << 26:  # few groups: a dense count per (word, group), no sort
-        held = np.bincount(key, minlength=w.shape[1] * n_groups)[key]
-    else:
-        _, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        held = cnt[inv.ravel()]
-    del key
     big = np.bincount(g, minlength=n_groups) > small
-    rare = held <= small
-    del held
-    rare &= big[gr]
-    del gr
-    part = []
-    for m in (~rare, rare):  # the entries of each part, without a copy of the whole matrix
-        kept = np.zeros(len(m) + 1, dtype=np.int64)
-        np.cumsum(m, out=kept[1:])
-        part.append(sparse.csr_matrix((w.data[m], w.indices[m], kept[w.indptr]), shape=w.shape))
-    return part[0], part[1]
+    cuts = np.unique(np.r_[np.searchsorted(w.indptr, np.arange(0, w.nnz, chunk), side="right") - 1, w.shape[0]])
+
+    def keys(r0: int, r1: int) -> np.ndarray:  # word * groups + group of the entries of rows r0..r1-1
+        key = w.indices[w.indptr[r0]:w.indptr[r1]].astype(np.int64)
+        key *= n_groups
+        key += np.repeat(g[r0:r1], np.diff(w.indptr[r0:r1 + 1]))
+        return key
+
+    dense = w.shape[1] * n_groups <= DENSE_COUNTS  # few groups: one count per (word, group), no sort
+    if dense:
+        held = np.zeros(w.shape[1] * n_groups, dtype=np.int64)
+        for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+            held += np.bincount(keys(r0, r1), minlength=len(held))
+    else:  # the distinct keys of each chunk with their counts, summed over chunks
+        parts = [_sorted_counts(keys(r0, r1)) for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist())]
+        uniq = np.concatenate([u for u, _ in parts]) if parts else np.zeros(0, np.int64)
+        cnt = np.concatenate([c for _, c in parts]) if parts else np.zeros(0, np.int64)
+        del parts
+        order = np.argsort(uniq, kind="stable")
+        uniq, cnt = uniq[order], cnt[order]
+        start = np.flatnonzero(np.r_[True, uniq[1:] != uniq[:-1]]) if uniq.size else np.zeros(0, np.int64)
+        uniq, held = uniq[start], (np.add.reduceat(cnt, start) if start.size else cnt)
+        del cnt, order
+    rare = np.zeros(w.nnz, dtype=bool)
+    for r0, r1 in zip(cuts[:-1].tolist(), cuts[1:].tolist()):
+        key = keys(r0, r1)
+        count = held[key] if dense else held[np.searchsorted(uniq, key)]
+        rare[w.indptr[r0]:w.indptr[r1]] = (count <= small) & np.repeat(big[g[r0:r1]], np.diff(w.indptr[r0:r1 + 1]))
+    return rare
+
+
+def word_part(w: sparse.csr_matrix, keep: np.ndarray, rows: np.ndarray | None = None) -> sparse.csr_matrix:
+    """The entries of ``w`` where ``keep`` (bool per entry) holds, as a CSR of the same shape; of ``rows`` only
+    (in that order: ``word_part(w, keep)[rows]``) when given, without the whole part."""
+    if rows is None:  # arrays over the kept entries only (a cumulative count per entry is 240 MB at 1M)
+        at = np.flatnonzero(keep)
+        per_row = np.bincount(np.searchsorted(w.indptr, at, side="right") - 1, minlength=w.shape[0])
+        indptr = np.zeros(w.shape[0] + 1, dtype=np.int64)
+        np.cumsum(per_row, out=indptr[1:])
+        return sparse.csr_matrix((w.data[at], w.indices[at], indptr), shape=w.shape)
+    rows = np.asarray(rows, dtype=np.int64)
+    cnt = np.diff(w.indptr)[rows]
+    pos = np.repeat(w.indptr[rows] - np.cumsum(cnt) + cnt, cnt) + np.arange(int(cnt.sum()), dtype=np.int64)
+    m = keep[pos]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(np.repeat(np.arange(len(rows)), cnt)[m], minlength=len(rows)), out=indptr[1:])
+    pos = pos[m]
+    return sparse.csr_matrix((w.data[pos], w.indices[pos], indptr), shape=(len(rows), w.shape[1]))
 
 
 def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarray, gb: np.ndarray,
-                            n_groups: int) -> list[np.ndarray]:
+                            n_groups: int, small: int, out: KeyUnion) -> None:
     """Keys of row pairs sharing a rare word (:func:`split_words`), for the group pairs ``(ga, gb)`` (a group
     with itself included when listed). A join on (word, group): every rare entry probes its group's
-    candidate partners, so the cost is entries x partners, not the square of the rows that hold a word."""
+    candidate partners, so the cost is entries x partners, not the square of the rows that hold a word.
+    A probe finds at most ``small`` rows (a rare word's holders in the partner group), so pieces of
+    ``PAIR_CHUNK / small`` probes give at most ``PAIR_CHUNK`` row pairs each."""
     n = rare.shape[0]
     sub = rare.tocoo()
     r, t = sub.row.astype(np.int64), sub.col.astype(np.int64)
@@ -211,8 +265,7 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
     np.cumsum(np.bincount(src, minlength=n_groups), out=ptr[1:])
     grp = key % n_groups
     deg = ptr[grp + 1] - ptr[grp]
-    out = []
-    for e, _, j in _grids(np.ones(len(key), dtype=np.int64), deg):  # each rare entry x its group's partners
+    for e, _, j in _grids(np.ones(len(key), dtype=np.int64), deg, PAIR_CHUNK // max(1, small)):
         other = dst[ptr[grp[e]] + j]
         probe = key[e] - grp[e] + other  # the same word in the partner group
         lo = np.searchsorted(key, probe, side="left")
@@ -221,8 +274,7 @@ def _shared_rare_word_pairs(rare: sparse.csr_matrix, g: np.ndarray, ga: np.ndarr
         partner = r[lo[p] + np.arange(int(hits.sum())) - np.repeat(np.cumsum(hits) - hits, hits)]
         mine = r[e][p]
         keep = (other[p] != grp[e][p]) | (mine < partner)  # inside one group each pair is found twice
-        out.append(_keys(mine[keep], partner[keep], n))
-    return out
+        out.add(_keys(mine[keep], partner[keep], n))
 
 
 def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray, block: int = 1 << 15) -> np.ndarray:
@@ -237,18 +289,17 @@ def _medoids(x: np.ndarray, g: np.ndarray, reps: np.ndarray, block: int = 1 << 1
     return medoid
 
 
-def _jaccard_bounds(core: sparse.csr_matrix, rare: sparse.csr_matrix, medoid: np.ndarray, g: np.ndarray,
-                    floor: float, max_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def _jaccard_bounds(m: sparse.csr_matrix, rare: sparse.csr_matrix, g: np.ndarray, floor: float, max_groups: int,
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Group pairs ``(a, b)``, ``a < b``, whose medoids' core words could reach a word Jaccard above ``floor``
     if every rare word of a member matched: ``(I + r_a + r_b) / U > floor``, I and U the medoids' core
     intersection and union, r the group's largest rare-word count per row (0 in a group of at most ``small``
-    rows, whose words are all core). One sparse product over the G medoids (none above ``max_groups``
-    groups: that product approaches all pairs)."""
-    n_groups = len(medoid)
+    rows, whose words are all core). ``m``: the medoids' core words, one row per group. One sparse product
+    over the G medoids (none above ``max_groups`` groups: that product approaches all pairs)."""
+    n_groups = m.shape[0]
     if n_groups < 2 or n_groups > max_groups:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    m = core[medoid]
     inter = sparse.triu(m @ m.T, k=1).tocoo()
     size = np.asarray(m.sum(axis=1)).ravel()
     most_rare = np.zeros(n_groups)
@@ -286,17 +337,20 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
     if len(ga):
         far = np.einsum("ij,ij->i", reps[ga], reps[gb]) < dup_cosine
         ga, gb = ga[far], gb[far]
-    core, rare = split_words(words, g, small)
+    w = _float_words(words)
+    is_rare = rare_entries(w, g, small)
+    rare = word_part(w, is_rare)
     medoid = _medoids(x, g, reps)
+    mc = word_part(w, ~is_rare, medoid)  # all that is read of the core part: the medoids' rows (not N rows)
+    del is_rare, w
     if jaccard_floor is not None:
-        la, lb = _jaccard_bounds(core, rare, medoid, g, jaccard_floor, max_groups)
+        la, lb = _jaccard_bounds(mc, rare, g, jaccard_floor, max_groups)
         key = sorted_unique(np.r_[ga * n_groups + gb, la * n_groups + lb])
         ga, gb = key // n_groups, key % n_groups
     selfs = np.nonzero(sizes >= 2)[0]
     ga, gb = np.r_[ga, selfs], np.r_[gb, selfs]
     every = np.minimum(sizes[ga], sizes[gb]) <= small
     if jaccard_floor is not None and len(ga):  # core words alone pass: any member pair may
-        mc = core[medoid]
         inter = np.asarray(mc[ga].multiply(mc[gb]).sum(axis=1)).ravel()
         size = np.asarray(mc.sum(axis=1)).ravel()
         fewest = np.full(n_groups, np.inf)  # a row sharing no rare word still counts its own in the union
@@ -309,17 +363,18 @@ def distinct_pairs(vectors: np.ndarray, words: sparse.csr_matrix, k: int, dup_co
         cand = cand[np.argsort(-jac[cand], kind="stable")]  # within the budget, the highest core Jaccard first
         fits = np.cumsum(sizes[ga[cand]] * sizes[gb[cand]]) <= every_budget * n
         every[cand[fits]] = True
-    del core  # the rare part and the key pieces are what the rest needs
-    keys = _every_member_pair(ga[every], gb[every], order, starts, sizes, n)
+    del mc
+    keys = KeyUnion()  # pieces merged as they come: a pair found in many pieces is held about once
+    _every_member_pair(ga[every], gb[every], order, starts, sizes, n, keys)
     big_a, big_b = ga[~every], gb[~every]
     if len(big_a):
-        keys += _shared_rare_word_pairs(rare, g, big_a, big_b, n_groups)
+        _shared_rare_word_pairs(rare, g, big_a, big_b, n_groups, small, keys)
         ma, mb = medoid[big_a], medoid[big_b]
         keep = ma != mb
-        keys.append(np.minimum(ma[keep], mb[keep]) * n + np.maximum(ma[keep], mb[keep]))
+        keys.add(np.minimum(ma[keep], mb[keep]) * n + np.maximum(ma[keep], mb[keep]))
     del rare
-    key = np.concatenate(keys) if keys else empty
+    key = keys.result()
     del keys
-    key.sort()  # sorted_unique in place: one copy fewer of the pair keys
-    key = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
-    return key // n, key % n
+    hi = key % n
+    key //= n  # in place: the keys become the first ends
+    return key, hi

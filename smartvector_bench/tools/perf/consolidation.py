@@ -10,7 +10,10 @@ another base dataset such as ``versioned_policies_large``):
 ``edges_s`` (phases of the agent's run, last repetition), ``pairs`` (candidate pairs), ``contradictions``,
 ``edges`` (dependency edges as they count at serve time), ``peak_rss_mb`` (peak RSS during each repetition,
 the dataset in memory included; on Linux the kernel's peak is reset before each one), ``rss_before_mb``
-(RSS when the repetition starts: the dataset and whatever else the process holds); with
+(RSS when the repetition starts: the dataset and whatever else the process holds), on Linux
+``phase_peak_rss_mb.<phase>`` (peak RSS during each phase of the call (ingest, setup, candidates,
+contradictions, edges, ripple, statuses) above ``rss_before_mb``: what the run holds by then plus the phase's
+temporaries; the largest is ``peak_rss_mb - rss_before_mb``); with
 ``all_pairs``: ``missed_contradictions``, ``extra_contradictions``, ``missed_edges``, ``extra_edges``
 (unordered pairs; edges as detected, before transfer to the version in force) and ``recall_contradictions`` /
 ``recall_edges`` (found / all-pairs count, 1 when all pairs finds none) on the candidate system.
@@ -43,6 +46,7 @@ from smartvector_bench.tools.scale import scale_dataset
 from smartvector_bench.tools.scale.cli import proc_status_mb
 
 DEFAULT_K = 20
+PHASE_PEAK = "phase_peak_rss_mb"  # metric prefix of the peak RSS per phase (above the RSS before the run)
 _ALL_PAIRS: dict = {}
 
 
@@ -67,6 +71,25 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 if peak is None else peak
 
 
+class PhasePeaks:
+    """A ``consolidate`` probe: the kernel's peak RSS is reset as each phase starts and read as it ends (the last
+    one by ``probe(None)`` after the call), so each phase's peak above ``start`` (the RSS before the run) is its
+    own; the run's peak is the largest."""
+
+    def __init__(self, start: float):
+        self.start, self.phase, self.peaks = start, None, {}
+
+    def __call__(self, phase: str | None) -> None:
+        if self.phase is not None:
+            self.peaks[self.phase] = max(self.peaks.get(self.phase, 0.0), _peak_rss_mb() - self.start)
+        _reset_peak_rss()
+        self.phase = phase
+
+    @property
+    def peak_mb(self) -> float:
+        return self.start + max(self.peaks.values(), default=0.0)
+
+
 def detected_edges(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarray]:
     """Dependency edges the agent detected (before transfer), as unordered pairs."""
     ev = res.store.events
@@ -79,19 +102,23 @@ def contradiction_pairs(res: ConsolidationResult) -> tuple[np.ndarray, np.ndarra
     return c[:, 0], c[:, 1]
 
 
-def _run(data, params, r, reps: int) -> tuple[list[float], list[float], ConsolidationResult]:
-    """Seconds and (peak RSS, RSS before) in MB of each repetition, and the last result."""
+def _run(data, params, r, reps: int) -> tuple[list[float], list[tuple], ConsolidationResult]:
+    """Seconds and (peak RSS, RSS before, peak per phase or None) in MB of each repetition, and the last
+    result."""
     at = float(np.max(data.queries.as_of))
     seconds, peaks, res = [], [], None
     for _ in range(max(1, reps)):
         res = None  # free the previous repetition's store first
         gc.collect()
-        _reset_peak_rss()
+        resets = _reset_peak_rss()
         before = proc_status_mb("VmRSS")
+        probe = PhasePeaks(before) if resets and before is not None else None
         t = time.perf_counter()
-        res = consolidate(data.corpus, at, params, data.corpus_vectors, r.conf_params, r.store_params)
+        res = consolidate(data.corpus, at, params, data.corpus_vectors, r.conf_params, r.store_params, probe=probe)
         seconds.append(time.perf_counter() - t)
-        peaks.append((_peak_rss_mb(), before))
+        if probe:
+            probe(None)
+        peaks.append((probe.peak_mb if probe else _peak_rss_mb(), before, probe and probe.peaks))
     return seconds, peaks, res
 
 
@@ -106,9 +133,13 @@ def _measure(system: str, data, vectors: str, params, r, reps: int, note: str) -
     out += rows("consolidation", system, n, vectors, "contradictions", len(res.contradictions), "pairs", note)
     out += rows("consolidation", system, n, vectors, "edges", int(res.depends_on.indices.size), "edges", note)
     out += rows("consolidation", system, n, vectors, "detected_edges", len(detected_edges(res)[0]), "edges", note)
-    out += rows("consolidation", system, n, vectors, "peak_rss_mb", [p for p, _ in peaks], "MB", note)
-    if all(b is not None for _, b in peaks):  # what the process held before the run (the dataset, the model)
-        out += rows("consolidation", system, n, vectors, "rss_before_mb", [b for _, b in peaks], "MB", note)
+    out += rows("consolidation", system, n, vectors, "peak_rss_mb", [p for p, _, _ in peaks], "MB", note)
+    if all(b is not None for _, b, _ in peaks):  # what the process held before the run (the dataset, the model)
+        out += rows("consolidation", system, n, vectors, "rss_before_mb", [b for _, b, _ in peaks], "MB", note)
+    if all(ph for _, _, ph in peaks):
+        for phase in peaks[-1][2]:
+            out += rows("consolidation", system, n, vectors, f"{PHASE_PEAK}.{phase}",
+                        [ph.get(phase, float("nan")) for _, _, ph in peaks], "MB", note)
     return out, res
 
 

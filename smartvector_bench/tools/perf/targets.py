@@ -111,9 +111,19 @@ def _consolidation_targets(s: _Summary) -> list[dict]:
                int(worst["n_vectors"]), float(worst["median"]) if worst else None, "share", ">=", 0.95, detail),
         _entry("T5m", "the same at 1M: peak RSS (dataset in memory included)", 1_000_000, peak, "MB", "<=", 4096.0,
                ("seconds {:.1f}; RSS before the run {:.0f} MB (the dataset)".format(secs, held or float("nan"))
-                if secs is not None else "1M not run")),
+                + _phase_peaks(s, system, 1_000_000) if secs is not None else "1M not run")),
         _entry("T5t", "the same at 1M: seconds", 1_000_000, secs, "s", "<", 300.0, _phases(s, system, 1_000_000)),
     ]
+
+
+def _phase_peaks(s: _Summary, system: str, n: int) -> str:
+    """Where a consolidation's memory goes: each phase's peak RSS above the RSS before the run (its
+    ``phase_peak_rss_mb.*`` rows, worst repetition) at ``n``, largest first."""
+    got = [(r["metric"].split(".", 1)[1], float(r["max"])) for r in s.rows if r["case"] == "consolidation"
+           and r["system"] == system and r["vectors"] == "synthetic" and int(r["n_vectors"]) == n
+           and r["metric"].startswith("phase_peak_rss_mb.")]
+    return ("; peak above it by phase: " + ", ".join(f"{k} +{v:.0f} MB" for k, v in sorted(got, key=lambda x: -x[1]))
+            if got else "")
 
 
 def _phases(s: _Summary, system: str, n: int) -> str:
