@@ -111,7 +111,8 @@ def test_a_grandchild_counts_in_both_peaks():
 
 
 def test_a_small_process_is_not_charged_for_an_earlier_one():
-    """ru_maxrss of RUSAGE_CHILDREN is a maximum over every child ever waited; os.wait4 is per child."""
+    """ru_maxrss of RUSAGE_CHILDREN is a maximum over every child ever waited, and a child's own ru_maxrss counts
+    its forking parent's RSS (this test's process): the peak is the sampled VmHWM of the child's program."""
     R.run_measured(Command((PY, "-c", ALLOC)))
     assert R.run_measured(Command((PY, "-c", "pass")))["peak_rss_mb"] < 150
 

@@ -11,8 +11,9 @@ install``) to every published result, step by step, each step's wall time and pe
 
 The steps (``reproduce_plan.py``) run one after the other, each command as a child process in a session of its
 own, from the repository. Per command, measured here: the wall time; the peak RSS of the largest single process
-(``ru_maxrss`` that ``os.wait4`` returns for the child: the child's own or that of any descendant it waited for,
-whichever is largest: exact, the kernel's high-water mark); the peak of the summed RSS of the whole live process
+(the largest ``VmHWM``, the kernel's high-water mark since exec, of the child and its descendants, read while they
+live; ``ru_maxrss`` from ``os.wait4`` is kept as ``ru_maxrss_mb`` and used only when no process was sampled: Linux
+counts the forking parent's RSS in it); the peak of the summed RSS of the whole live process
 tree (``/proc/<pid>/stat`` of the child and its descendants, sampled every 0.25 s: what the machine must hold at
 once when a step runs processes side by side; a shorter peak can be missed, shared pages count once per process);
 and the CPU seconds (user + system of the child and its waited-for descendants). A step's figures are the sum of
@@ -55,8 +56,21 @@ _child: dict = {"pid": None, "signal": None}   # the running command and the fir
 
 # -- measuring one command ---------------------------------------------------------------------------------------
 
-def tree_rss_bytes(root: int) -> int | None:
-    """The summed RSS of ``root`` and every live descendant (``/proc``), None where there is no ``/proc``."""
+def _hwm(pid: int) -> int:
+    """The process's RSS high-water mark since its exec (``VmHWM``), 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_rss_bytes(root: int) -> tuple[int, int] | None:
+    """(the summed RSS, the largest high-water mark) of ``root`` and every live descendant (``/proc``), None where
+    there is no ``/proc``."""
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -74,15 +88,16 @@ def tree_rss_bytes(root: int) -> int | None:
         pid = int(e)
         children[int(fields[1])].append(pid)
         rss[pid] = int(fields[21]) * PAGE
-    total, todo, seen = 0, [root], set()
+    total, hwm, todo, seen = 0, 0, [root], set()
     while todo:
         pid = todo.pop()
         if pid in seen:
             continue
         seen.add(pid)
         total += rss.get(pid, 0)
+        hwm = max(hwm, _hwm(pid))
         todo += children.get(pid, [])
-    return total
+    return total, hwm
 
 
 def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) -> dict:
@@ -99,14 +114,15 @@ def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) 
         return {"argv": list(cmd.argv), "command": cmd.line(), "exit_code": None, "error": f"could not start: {exc}",
                 "seconds": 0.0, "peak_rss_mb": None, "peak_tree_rss_mb": None, "cpu_seconds": None}
     _child["pid"] = proc.pid
-    peak_tree, delay = 0, 0.01
+    peak_tree, peak_hwm, delay = 0, 0, 0.01
     try:
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             tree = tree_rss_bytes(proc.pid)
-            peak_tree = max(peak_tree, tree or 0)
+            if tree:
+                peak_tree, peak_hwm = max(peak_tree, tree[0]), max(peak_hwm, tree[1])
             time.sleep(delay)
             delay = min(poll_s, delay * 2)
     except BaseException:  # a KeyboardInterrupt outside main's handlers: leave no command running
@@ -122,9 +138,13 @@ def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) 
             out.close()
     seconds = time.perf_counter() - t0
     proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    # ru_maxrss is only a fallback: Linux carries the forking parent's high-water mark into the child's count, so
+    # a child of a large process (a pytest worker) reports at least that process's RSS
     maxrss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)  # Linux: kB
+    peak = peak_hwm or maxrss
     return {"argv": list(cmd.argv), "command": cmd.line(), "exit_code": code, "seconds": round(seconds, 3),
-            "peak_rss_mb": round(maxrss / MB, 1), "peak_tree_rss_mb": round(peak_tree / MB, 1) if peak_tree else None,
+            "peak_rss_mb": round(peak / MB, 1), "ru_maxrss_mb": round(maxrss / MB, 1),
+            "peak_tree_rss_mb": round(peak_tree / MB, 1) if peak_tree else None,
             "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}
 
 
@@ -196,8 +216,8 @@ def timings_doc(argv: list[str], steps: list[Step], records: list[dict], config:
             "steps": records, "warm_start": warm, "config": config,
             "git": git_sha(), "packages": package_versions(), "machine": machine_info(),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-            "note": "seconds: wall time; peak_rss_mb: the largest single process (os.wait4 ru_maxrss, waited-for "
-                    "descendants included); peak_tree_rss_mb: the summed RSS of the live process tree, sampled every "
+            "note": "seconds: wall time; peak_rss_mb: the largest single process (the largest VmHWM of the "
+                    "process tree, sampled; ru_maxrss_mb: os.wait4's, which counts the forking parent); peak_tree_rss_mb: the summed RSS of the live process tree, sampled every "
                     f"{POLL_S} s; cpu_seconds: user + system. MB = 2^20 bytes. A warm_start other than zeros "
                     "means this was not a clean clone's time (cache, finished sweep jobs)."}
 
