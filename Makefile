@@ -62,11 +62,13 @@ claims: install
 .PHONY: reproduce-all reproduce-all-nobench
 ## From a clean clone to every published result, in order (the experiments, every sweep, make bench, the figures,
 ## make claims, the manifest), each step's wall time and peak RSS into results/timings.json (hours on 2 cores).
-## STEPS=main,seeds or SKIP=bench pick steps or groups; the plan: `$(PY) -m smartvector_bench.tools.reproduce
-## --dry-run`. Times: docs/operations.md, "Time to reproduce".
+## STEPS=main,seeds or SKIP=bench pick steps or groups; JOBS=2 (the default) runs the experiments and sweeps two
+## at a time (JOBS=1: one after the other); the plan: `$(PY) -m smartvector_bench.tools.reproduce --dry-run`.
+## Times: docs/operations.md, "Time to reproduce".
 STEPS ?=
 SKIP  ?=
-REPRODUCE := $(PY) -m smartvector_bench.tools.reproduce $(if $(STEPS),--steps $(STEPS)) $(if $(SKIP),--skip $(SKIP))
+JOBS  ?= 2
+REPRODUCE := $(PY) -m smartvector_bench.tools.reproduce --jobs $(JOBS) $(if $(STEPS),--steps $(STEPS)) $(if $(SKIP),--skip $(SKIP))
 reproduce-all: install
 	$(REPRODUCE)
 

@@ -152,7 +152,8 @@ def test_a_complete_run_records_each_step_and_the_machine(tmp_path, capsys):
     a, b = doc["steps"]
     assert a["peak_rss_mb"] >= 200 and len(b["commands"]) == 2
     assert doc["total_seconds"] == pytest.approx(a["seconds"] + b["seconds"], abs=0.11)
-    assert doc["total_seconds_without_bench"] == a["seconds"]
+    assert doc["total_seconds_without_bench"] == pytest.approx(a["seconds"], abs=0.11)
+    assert doc["step_seconds_sum"] == pytest.approx(a["seconds"] + b["seconds"], abs=0.11)
     assert doc["machine"]["cores"] >= 1 and doc["git"]["sha"] and doc["packages"]["numpy"]
     assert doc["command"][-1] == "--x"
     table = report.summary_text(doc)
@@ -193,6 +194,78 @@ def test_sigterm_stops_the_running_command_and_the_run(tmp_path):
     assert code == 128 + signal.SIGTERM and time.perf_counter() - t0 < 20
     assert doc["status"] == "interrupted" and [s["name"] for s in doc["steps"]] == ["slow"]
     assert doc["steps"][0]["commands"][0]["exit_code"] == -signal.SIGTERM
+
+
+SLEEP = "import time; time.sleep({})"
+
+
+def test_batches_put_only_independent_neighbours_together():
+    steps = [_step("e1"), _step("e2"), _step("s1", group="sweeps"), _step("p", group="bench"),
+             _step("s2", group="sweeps"), _step("f", group="derived"), _step("g", group="derived")]
+    names = [[s.name for s in b] for b in R.batches(steps, 2)]
+    assert names == [["e1", "e2", "s1"], ["p"], ["s2"], ["f"], ["g"]]
+    assert [[s.name for s in b] for b in R.batches(steps, 1)] == [[s.name] for s in steps]
+
+
+def test_jobs_run_independent_steps_side_by_side_and_the_bench_alone(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    steps = [_step("a", SLEEP.format(1.5)), _step("b", SLEEP.format(1.5), group="sweeps"),
+             _step("p", SLEEP.format(0.5), group="bench"), _step("c", SLEEP.format(0.5))]
+    code, doc = R.run_plan(steps, out, warm={}, jobs=2, logs=tmp_path)
+    assert code == 0 and [s["name"] for s in doc["steps"]] == ["a", "b", "p", "c"]  # plan order, not end order
+    a, b, p, c = doc["steps"]
+    assert a["started_s"] < b["ended_s"] and b["started_s"] < a["ended_s"]  # a and b overlapped
+    assert p["started_s"] >= max(a["ended_s"], b["ended_s"]) and c["started_s"] >= p["ended_s"]  # p alone
+    covered = (max(a["ended_s"], b["ended_s"]) - min(a["started_s"], b["started_s"])  # the union of the intervals
+               + p["ended_s"] - p["started_s"] + c["ended_s"] - c["started_s"])
+    assert doc["total_seconds"] == pytest.approx(covered, abs=0.2) and doc["total_seconds"] < doc["step_seconds_sum"]
+    assert doc["seconds_by_group"]["experiments"] == pytest.approx(a["ended_s"] - a["started_s"] + c["ended_s"]
+                                                                   - c["started_s"], abs=0.2)
+    assert doc["total_seconds_without_bench"] == pytest.approx(doc["total_seconds"] - p["ended_s"] + p["started_s"],
+                                                               abs=0.2)
+    assert "(output: " in capsys.readouterr().out
+
+
+def test_with_jobs_a_failure_lets_running_steps_finish_and_starts_no_new_one(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    steps = [_step("slow", SLEEP.format(1.5)), _step("bad", "import sys; sys.exit(4)"), _step("later", "pass"),
+             _step("f", "pass", group="derived")]
+    code, doc = R.run_plan(steps, out, warm={}, jobs=2)
+    assert code == 1 and doc["status"] == "failed" and doc["failed_step"] == "bad"
+    assert [s["name"] for s in doc["steps"]] == ["slow", "bad"] and doc["steps"][0]["status"] == "ok"
+    assert "step bad failed" in capsys.readouterr().err
+    assert json.loads(out.read_text()) == doc
+
+
+def test_sigterm_stops_every_step_running_side_by_side(tmp_path):
+    out = tmp_path / "t.json"
+    old = signal.signal(signal.SIGTERM, R._forward)
+
+    def stop_when_both_run():  # not a fixed delay: on a loaded machine the second step may start late
+        deadline = time.monotonic() + 15
+        while len(R._child["pids"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    timer = threading.Thread(target=stop_when_both_run, daemon=True)
+    try:
+        timer.start()
+        t0 = time.perf_counter()
+        code, doc = R.run_plan([_step("x", SLEEP.format(60)), _step("y", SLEEP.format(60)), _step("z", "pass")],
+                               out, warm={}, jobs=2)
+    finally:
+        timer.join()
+        signal.signal(signal.SIGTERM, old)
+    assert code == 128 + signal.SIGTERM and time.perf_counter() - t0 < 20
+    assert doc["status"] == "interrupted" and [s["name"] for s in doc["steps"]] == ["x", "y"]
+    assert [s["commands"][0]["exit_code"] for s in doc["steps"]] == [-signal.SIGTERM] * 2
+
+
+def test_jobs_must_be_a_positive_number(capsys):
+    for bad in ("0", "two"):
+        with pytest.raises(SystemExit) as exc:
+            R.main(["--jobs", bad, "--dry-run"])
+        assert exc.value.code == 2 and "--jobs" in capsys.readouterr().err
 
 
 def test_the_manifest_is_rewritten_after_the_final_timings(tmp_path):
@@ -263,4 +336,4 @@ def test_the_docs_and_the_makefile_hold_the_command():
     ops = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
     assert ops.count(report.START) == 1 and ops.count(report.END) == 1 and "## Time to reproduce" in ops
     make = (REPO / "Makefile").read_text(encoding="utf-8")
-    assert "\nreproduce-all:" in make and "-m smartvector_bench.tools.reproduce" in make
+    assert "\nreproduce-all:" in make and "-m smartvector_bench.tools.reproduce --jobs $(JOBS)" in make

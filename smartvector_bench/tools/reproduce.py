@@ -5,12 +5,16 @@ install``) to every published result, step by step, each step's wall time and pe
     python -m smartvector_bench.tools.reproduce --dry-run             # the plan: every step and its commands
     python -m smartvector_bench.tools.reproduce                       # everything (hours on 2 cores)
     python -m smartvector_bench.tools.reproduce --skip bench          # everything but make bench's steps
+    python -m smartvector_bench.tools.reproduce --skip bench --jobs 2 # experiments and sweeps two at a time
     python -m smartvector_bench.tools.reproduce --steps main,seeds --out /tmp/timings.json
     python -m smartvector_bench.tools.reproduce --render              # the markdown table of the timings file
     python -m smartvector_bench.tools.reproduce --write-docs          # ... into docs/operations.md's section
 
-The steps (``reproduce_plan.py``) run one after the other, each command as a child process in a session of its
-own, from the repository. Per command, measured here: the wall time; the peak RSS of the largest single process
+The steps (``reproduce_plan.py``) run in plan order, each command as a child process in a session of its own, from
+the repository; with ``--jobs N``, up to N of the experiments and sweeps run side by side (they write separate
+folders, and the sweeps' shared embedding cache is SQLite in WAL mode), while the bench and the derived files run
+alone. A step records its start and end (seconds from the run's start); a group's and the run's time is the wall
+time their steps covered, not the sum (``step_seconds_sum``). Per command, measured here: the wall time; the peak RSS of the largest single process
 (the largest ``VmHWM``, the kernel's high-water mark since exec, of the child and its descendants, read while they
 live; ``ru_maxrss`` from ``os.wait4`` is kept as ``ru_maxrss_mb`` and used only when no process was sampled: Linux
 counts the forking parent's RSS in it); the peak of the summed RSS of the whole live process
@@ -21,8 +25,8 @@ its commands' seconds and the maximum of their peaks. MB here is 2^20 bytes.
 
 The timings file is rewritten (atomically: temp file, then rename) after every step, so a failed or interrupted
 run keeps the timings so far. A failing command stops the run with one line naming the step and its exit code
-(exit 1); SIGINT / SIGTERM go to the running command's process group (a second one: SIGKILL), the run stops after
-it and exits 130 / 143. When the file is under the results root and the ``expected`` step ran, the manifest is
+(exit 1; steps already running side by side finish first); SIGINT / SIGTERM go to every running command's process
+group (a second one: SIGKILL), the run stops after them and exits 130 / 143. When the file is under the results root and the ``expected`` step ran, the manifest is
 written once more at the end, so that ``results/expected.json`` records the final timings file.
 """
 
@@ -34,8 +38,10 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from smartvector_bench.core.atomic import atomic_write_json
@@ -50,8 +56,12 @@ SCHEMA_VERSION = "1.0"
 MB = 1 << 20
 PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 POLL_S = 0.25
+LOGS = REPO / "outputs" / "reproduce-logs"  # --jobs above 1 without --logs (outputs/ is git-ignored)
 
-_child: dict = {"pid": None, "signal": None}   # the running command and the first stop signal received
+_child: dict = {"pids": set(), "signal": None}   # the running commands and the first stop signal received
+# Groups whose steps are independent (each writes its own folder; the sweeps share the embedding cache, which is
+# SQLite in WAL mode), so that ``--jobs`` runs them side by side.
+CONCURRENT = ("experiments", "sweeps")
 
 
 # -- measuring one command ---------------------------------------------------------------------------------------
@@ -113,7 +123,7 @@ def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) 
             out.close()
         return {"argv": list(cmd.argv), "command": cmd.line(), "exit_code": None, "error": f"could not start: {exc}",
                 "seconds": 0.0, "peak_rss_mb": None, "peak_tree_rss_mb": None, "cpu_seconds": None}
-    _child["pid"] = proc.pid
+    _child["pids"].add(proc.pid)
     peak_tree, peak_hwm, delay = 0, 0, 0.01
     try:
         while True:
@@ -133,7 +143,7 @@ def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) 
             pass
         raise
     finally:
-        _child["pid"] = None
+        _child["pids"].discard(proc.pid)
         if out:
             out.close()
     seconds = time.perf_counter() - t0
@@ -149,12 +159,12 @@ def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) 
 
 
 def _forward(signum, _frame) -> None:
-    """SIGINT / SIGTERM: to the running command's process group (a second signal: SIGKILL); stop after it."""
+    """SIGINT / SIGTERM: to each running command's process group (a second signal: SIGKILL); stop after it."""
     again = _child["signal"] is not None
     _child["signal"] = _child["signal"] or signum
-    if _child["pid"]:
+    for pid in list(_child["pids"]):
         try:
-            os.killpg(_child["pid"], signal.SIGKILL if again else signum)
+            os.killpg(pid, signal.SIGKILL if again else signum)
         except OSError:
             pass
 
@@ -202,9 +212,9 @@ def step_record(step: Step, commands: list[dict]) -> dict:
 
 def timings_doc(argv: list[str], steps: list[Step], records: list[dict], config: dict, started: str,
                 status: str, warm: dict) -> dict:
-    by_group = {g: round(sum(r["seconds"] for r in records if r["group"] == g), 1) for g in GROUPS
+    by_group = {g: _span([r for r in records if r["group"] == g]) for g in GROUPS
                 if any(r["group"] == g for r in records)}
-    total = round(sum(r["seconds"] for r in records), 1)
+    total = _span(records)
     failed = next((r for r in records if r["status"] != "ok"), None)
     return {"schema_version": SCHEMA_VERSION, "kind": "timings", "status": status,
             "command": ["python", "-m", "smartvector_bench.tools.reproduce", *argv],
@@ -212,11 +222,13 @@ def timings_doc(argv: list[str], steps: list[Step], records: list[dict], config:
             "failed_step": failed["name"] if failed else None,
             "planned": [s.name for s in steps], "done": [r["name"] for r in records if r["status"] == "ok"],
             "total_seconds": total, "seconds_by_group": by_group,
-            "total_seconds_without_bench": round(total - by_group.get("bench", 0.0), 1),
+            "total_seconds_without_bench": _span([r for r in records if r["group"] != "bench"]),
+            "step_seconds_sum": round(sum(r["seconds"] for r in records), 1),
             "steps": records, "warm_start": warm, "config": config,
             "git": git_sha(), "packages": package_versions(), "machine": machine_info(),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-            "note": "seconds: wall time; peak_rss_mb: the largest single process (the largest VmHWM of the "
+            "note": "seconds: a step's wall time; total_seconds and seconds_by_group: the wall time the steps covered "
+                    "(steps side by side count once; step_seconds_sum adds them up); peak_rss_mb: the largest single process (the largest VmHWM of the "
                     "process tree, sampled; ru_maxrss_mb: os.wait4's, which counts the forking parent); peak_tree_rss_mb: the summed RSS of the live process tree, sampled every "
                     f"{POLL_S} s; cpu_seconds: user + system. MB = 2^20 bytes. A warm_start other than zeros "
                     "means this was not a clean clone's time (cache, finished sweep jobs)."}
@@ -228,64 +240,115 @@ def _now() -> str:
 
 # -- running the plan --------------------------------------------------------------------------------------------
 
+def _span(records: list[dict]) -> float:
+    """The wall time the steps covered: the union of their [started_s, ended_s] intervals (steps that ran side by
+    side count once; a record without them, from a sequential run's older schema, counts its seconds)."""
+    spans = sorted((r["started_s"], r["ended_s"]) for r in records if "started_s" in r)
+    total, end = sum(r["seconds"] for r in records if "started_s" not in r), None
+    for a, b in spans:
+        if end is None or a > end:
+            total, end = total + b - a, b
+        elif b > end:
+            total, end = total + b - end, b
+    return round(total, 1)
+
+
+def batches(steps: list[Step], jobs: int) -> list[list[Step]]:
+    """The plan cut into batches run one after the other: consecutive steps of ``CONCURRENT`` groups share a batch
+    (up to ``jobs`` of them run at once); every other step is a batch alone (the bench on a quiet machine, the
+    derived files after every result)."""
+    out: list[list[Step]] = []
+    for step in steps:
+        if jobs > 1 and step.group in CONCURRENT and out and out[-1][0].group in CONCURRENT:
+            out[-1].append(step)
+        else:
+            out.append([step])
+    return out
+
+
 def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config: dict | None = None,
-             logs: Path | None = None, warm: dict | None = None) -> tuple[int, dict]:
-    """Run ``steps`` in order, writing ``out`` after each; stops at the first failing command. Returns (exit code:
-    0, 1 for a failed step, 128 + signal when interrupted; the timings document)."""
-    records: list[dict] = []
-    started, code, status = _now(), 0, "complete"
+             logs: Path | None = None, warm: dict | None = None, jobs: int = 1) -> tuple[int, dict]:
+    """Run ``steps`` in plan order, ``jobs`` at a time where they are independent (:func:`batches`), writing ``out``
+    after each; after a failing command no new step starts (those running finish). Returns (exit code: 0, 1 for a
+    failed step, 128 + signal when interrupted; the timings document)."""
+    records: dict[int, dict] = {}
+    started, t0, lock = _now(), time.perf_counter(), threading.Lock()
+    state = {"code": 0, "status": "complete"}
     argv, config, warm = argv or [], config or {}, warm if warm is not None else warm_state(steps)
     _child["signal"] = None
-    doc = timings_doc(argv, steps, records, config, started, "running", warm)
-    atomic_write_json(out, doc)
-    for i, step in enumerate(steps, 1):
+    index = {id(s): i for i, s in enumerate(steps, 1)}
+
+    def document(status: str) -> dict:
+        return timings_doc(argv, steps, [records[k] for k in sorted(records)], config, started, status, warm)
+
+    atomic_write_json(out, document("running"))
+
+    def run_step(step: Step) -> None:
+        i = index[id(step)]
         tag = f"[{i}/{len(steps)}] {step.name}"
+        if state["code"] or _child["signal"]:
+            return  # the run is stopping: this step never starts
         log = Path(logs) / f"{step.name}.log" if logs else None
         if log:
             log.write_bytes(b"")
         commands: list[dict] = []
+        begin = time.perf_counter() - t0
         for cmd in step.commands:
             if _child["signal"]:
                 break
-            print(f"{tag}: {cmd.line()}", flush=True)
+            print(f"{tag}: {cmd.line()}" + (f" (output: {rel(log)})" if log and jobs > 1 else ""), flush=True)
             rec = run_measured(cmd, log)
             commands.append(rec)
             if rec["exit_code"] != 0:
                 break
-        if not commands:  # stopped before the step started
-            status, code = "interrupted", 128 + _child["signal"]
-            print(f"{PROG}: interrupted by {signal.Signals(_child['signal']).name} before step {step.name}; "
-                  f"timings so far in {rel(out)}", file=sys.stderr, flush=True)
-            break
-        record = step_record(step, commands)
-        records.append(record)
-        stopped = _child["signal"]
-        if record["status"] == "ok" and not stopped:
-            print(f"{tag}: done in {report.duration(record['seconds'])}, peak RSS {report.mb(record['peak_rss_mb'])}"
-                  f" (process tree {report.mb(record['peak_tree_rss_mb'])}), CPU {record['cpu_seconds']:.0f} s",
-                  flush=True)
-        else:
-            bad = commands[-1]
-            why = bad.get("error") or (f"was killed by {signal.Signals(-bad['exit_code']).name}"
-                                       if (bad["exit_code"] or 0) < 0 else f"exited with code {bad['exit_code']}")
-            if stopped:
-                record["status"], status = "interrupted", "interrupted"
-                code = 128 + stopped
-                print(f"{PROG}: interrupted by {signal.Signals(stopped).name} in step {step.name}; "
-                      f"timings so far in {rel(out)}", file=sys.stderr, flush=True)
+        with lock:
+            if not commands:  # stopped before the step started
+                if not state["code"]:
+                    state["status"], state["code"] = "interrupted", 128 + _child["signal"]
+                    print(f"{PROG}: interrupted by {signal.Signals(_child['signal']).name} before step {step.name}; "
+                          f"timings so far in {rel(out)}", file=sys.stderr, flush=True)
+                return
+            record = step_record(step, commands)
+            record["started_s"], record["ended_s"] = round(begin, 1), round(time.perf_counter() - t0, 1)
+            records[i] = record
+            stopped = _child["signal"]
+            if record["status"] == "ok" and not stopped:
+                print(f"{tag}: done in {report.duration(record['seconds'])}, peak RSS "
+                      f"{report.mb(record['peak_rss_mb'])} (process tree {report.mb(record['peak_tree_rss_mb'])}), "
+                      f"CPU {record['cpu_seconds']:.0f} s", flush=True)
             else:
-                status, code = "failed", 1
-                print(f"{PROG}: error: step {step.name} failed: `{bad['command']}` {why} after "
-                      f"{report.duration(bad['seconds'])}; timings so far in {rel(out)}", file=sys.stderr, flush=True)
-            if log and log.is_file():
-                print(report.tail(log), file=sys.stderr)
-        doc = timings_doc(argv, steps, records, config, started, status if code else "running", warm)
-        atomic_write_json(out, doc)
-        if code:
-            return code, doc
-    doc = timings_doc(argv, steps, records, config, started, status, warm)
+                bad = commands[-1]
+                why = bad.get("error") or (f"was killed by {signal.Signals(-bad['exit_code']).name}"
+                                           if (bad["exit_code"] or 0) < 0 else f"exited with code {bad['exit_code']}")
+                if stopped:
+                    record["status"] = "interrupted"
+                    if state["status"] != "failed":
+                        state["status"], state["code"] = "interrupted", 128 + stopped
+                    print(f"{PROG}: interrupted by {signal.Signals(stopped).name} in step {step.name}; "
+                          f"timings so far in {rel(out)}", file=sys.stderr, flush=True)
+                else:
+                    state["status"], state["code"] = "failed", 1
+                    print(f"{PROG}: error: step {step.name} failed: `{bad['command']}` {why} after "
+                          f"{report.duration(bad['seconds'])}; timings so far in {rel(out)}", file=sys.stderr,
+                          flush=True)
+                if log and log.is_file():
+                    print(report.tail(log), file=sys.stderr)
+            atomic_write_json(out, document(state["status"] if state["code"] else "running"))
+
+    for batch in batches(steps, jobs):
+        if state["code"]:
+            break
+        if len(batch) == 1:
+            run_step(batch[0])
+        else:
+            with ThreadPoolExecutor(min(jobs, len(batch)), thread_name_prefix="step") as pool:
+                for f in [pool.submit(run_step, s) for s in batch]:
+                    f.result()
+        if not state["code"] and _child["signal"]:  # stopped between steps: the next batch never starts
+            state["status"], state["code"] = "interrupted", 128 + _child["signal"]
+    doc = document(state["status"])
     atomic_write_json(out, doc)
-    return code, doc
+    return state["code"], doc
 
 
 def refresh_manifest(steps: list[Step], out: Path, results_dir: Path) -> None:
@@ -309,6 +372,16 @@ def _split(values: list[str] | None) -> list[str]:
     return [n.strip() for v in values or [] for n in v.split(",") if n.strip()]
 
 
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number of steps at once, at least 1")
+    return n
+
+
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=f"python -m smartvector_bench.tools.{PROG}",
@@ -328,8 +401,12 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--figures-dir", type=Path, default=None, help="where figures go (paper_figures/figures/)")
     ap.add_argument("--sweep-launcher", default=None, metavar="NAME",
                     help="hydra/launcher for the sweeps (e.g. joblib_local); default: Hydra's, one job at a time")
+    ap.add_argument("--jobs", type=_jobs, default=1, metavar="N",
+                    help="run up to N independent steps at once (experiments and sweeps; the bench and the derived "
+                         "files always run alone); default 1. `make reproduce-all` passes JOBS (default 2)")
     ap.add_argument("--logs", type=Path, default=None, metavar="DIR",
-                    help="write each step's output to DIR/<step>.log (default: this terminal)")
+                    help=f"write each step's output to DIR/<step>.log (default: this terminal; with --jobs above 1, "
+                         f"{rel(LOGS)})")
     ap.add_argument("--render", action="store_true", help="print the markdown table of the timings file; run nothing")
     ap.add_argument("--write-docs", action="store_true",
                     help=f"rewrite the {report.MARK} section of docs/operations.md from the timings file; run nothing")
@@ -374,15 +451,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for line in report.warm_lines(warm):
         print(f"{PROG}: note: {line}", flush=True)
+    if args.jobs > 1 and not args.logs:
+        args.logs = LOGS  # side-by-side commands would interleave their output on the terminal
     if args.logs:
         args.logs.mkdir(parents=True, exist_ok=True)
     config = {"steps": [s.name for s in chosen], "skipped": [s.name for s in steps if s not in chosen],
               "results_dir": rel(args.results_dir), "multirun_dir": rel(args.multirun_dir),
               "figures_dir": rel(args.figures_dir) if args.figures_dir else None,
-              "sweep_launcher": args.sweep_launcher, "out": rel(out)}
+              "sweep_launcher": args.sweep_launcher, "out": rel(out), "jobs": args.jobs}
     old = {s: signal.signal(s, _forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        code, doc = run_plan(chosen, out, argv, config, args.logs, warm)
+        code, doc = run_plan(chosen, out, argv, config, args.logs, warm, jobs=args.jobs)
     finally:
         for s, h in old.items():
             signal.signal(s, h)

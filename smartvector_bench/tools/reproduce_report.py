@@ -68,7 +68,7 @@ def _last_seconds(results_dir: Path, step) -> float | None:
 
 
 def plan_text(steps: list, results_dir: Path, out: Path, warm: dict) -> str:
-    lines = [f"{len(steps)} step(s), run in this order from {REPO} (timings into {rel(out)}):"]
+    lines = [f"{len(steps)} step(s), started in this order from {REPO} (timings into {rel(out)}):"]
     for i, s in enumerate(steps, 1):
         where = [f"{rel(Path(results_dir) / p)}" for p in s.produces] + list(s.writes)
         last = _last_seconds(Path(results_dir), s)
@@ -99,6 +99,8 @@ def summary_text(doc: dict) -> str:
     lines.append("-" * len(head))
     lines.append(f"{'total':<22}{doc['total_seconds']:>10.1f}  ({duration(doc['total_seconds'])}; "
                  f"bench excluded: {duration(doc['total_seconds_without_bench'])}); {doc['status']}")
+    if doc.get("step_seconds_sum") is not None and doc["step_seconds_sum"] > doc["total_seconds"] + 1:
+        lines.append(f"{'(steps side by side; their sum':<22} {duration(doc['step_seconds_sum'])})")
     return "\n".join(lines)
 
 
@@ -128,6 +130,9 @@ def render(doc: dict) -> str:
     m, git, warm = doc.get("machine") or {}, doc.get("git") or {}, doc.get("warm_start") or {}
     mem = f", {m['memory_mb'] / 1024:.0f} GiB" if m.get("memory_mb") else ""
     state = "a warm start: " + "; ".join(warm_lines(warm)) if warm_lines(warm) else "a clean start (no caches)"
+    jobs = (doc.get("config") or {}).get("jobs") or 1
+    state += (f"; up to {jobs} experiments and sweeps at a time (a step's wall time then includes sharing the "
+              "cores; the totals are the wall time the steps covered)" if jobs > 1 else "; one step at a time")
     lines = [f"`python -m smartvector_bench.tools.reproduce` ({doc['status']}), {doc.get('started_at', '?')} on "
              f"{m.get('cpu_model') or 'an unknown CPU'} ({m.get('cores', '?')} cores{mem}), git "
              f"{str(git.get('sha'))[:12]}{' (dirty)' if git.get('dirty') else ''}; {state}.", "",
@@ -140,6 +145,8 @@ def render(doc: dict) -> str:
     peak = max((r for r in (s.get("peak_rss_mb") for s in doc["steps"]) if r is not None), default=None)
     lines.append(f"| **total** | | **{duration(doc['total_seconds'])}** | {mb(peak)} | | |")
     lines.append(f"| **total, bench excluded** | | **{duration(doc['total_seconds_without_bench'])}** | | | |")
+    if doc.get("step_seconds_sum") is not None and jobs > 1:
+        lines.append(f"| sum of the steps' wall times | | {duration(doc['step_seconds_sum'])} | | | |")
     skipped = (doc.get("config") or {}).get("skipped") or []
     if skipped:
         lines += ["", f"Not run: {', '.join(skipped)}."]
