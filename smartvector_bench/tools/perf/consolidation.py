@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import resource
 import time
 
@@ -41,7 +40,7 @@ from smartvector_bench.systems.smartvector.candidates import recall
 from smartvector_bench.systems.smartvector.consolidation import ConsolidationResult, consolidate
 from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.tools.perf.systems import retriever_config
-from smartvector_bench.tools.perf.timing import Row, rows
+from smartvector_bench.tools.perf.timing import Row, release_memory, rows
 from smartvector_bench.tools.scale import scale_dataset
 from smartvector_bench.tools.scale.cli import proc_status_mb
 
@@ -109,7 +108,7 @@ def _run(data, params, r, reps: int) -> tuple[list[float], list[tuple], Consolid
     seconds, peaks, res = [], [], None
     for _ in range(max(1, reps)):
         res = None  # free the previous repetition's store first
-        gc.collect()
+        release_memory()  # and hand its pages back: the RSS before is this run's
         resets = _reset_peak_rss()
         before = proc_status_mb("VmRSS")
         probe = PhasePeaks(before) if resets and before is not None else None

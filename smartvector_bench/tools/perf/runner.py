@@ -33,7 +33,7 @@ from smartvector_bench.tools.perf.cases import CASES, search_case
 from smartvector_bench.tools.perf.machine import machine_info
 from smartvector_bench.tools.perf.summary import RUN_FIELDS, SUMMARY_FIELDS, csv_text, read_runs, summary_rows
 from smartvector_bench.tools.perf.targets import evaluate_targets, render_markdown
-from smartvector_bench.tools.perf.timing import Row
+from smartvector_bench.tools.perf.timing import Row, release_memory
 from smartvector_bench.tools.scale import scale_dataset
 
 
@@ -77,6 +77,7 @@ def run_profile(cfg: dict, progress=_log, datasets: list | None = None, only: li
             data = dataset(int(n), seed=seed, vectors=vectors, n_queries=int(s["n_queries"]))
             out += search_case(data, s, int(n), progress)
             del data
+            release_memory()
 
     for key, case in CASES.items():
         section = (cfg.get(key) or {}) if not only or key in only else {}
@@ -85,6 +86,7 @@ def run_profile(cfg: dict, progress=_log, datasets: list | None = None, only: li
             data = dataset(int(n), seed=seed, n_queries=int(section.get("n_queries", s["n_queries"])))
             out += case(data, section, int(n), cfg)
             del data
+            release_memory()  # what a case freed is not the next one's RSS
     return out
 
 
