@@ -337,3 +337,11 @@ def test_the_docs_and_the_makefile_hold_the_command():
     assert ops.count(report.START) == 1 and ops.count(report.END) == 1 and "## Time to reproduce" in ops
     make = (REPO / "Makefile").read_text(encoding="utf-8")
     assert "\nreproduce-all:" in make and "-m smartvector_bench.tools.reproduce --jobs $(JOBS)" in make
+
+
+def test_the_git_state_is_the_one_at_the_start(tmp_path, monkeypatch):
+    """The run's own results dirty the checkout; the timings file records it as it was when the run began."""
+    states = iter([{"sha": "a" * 40, "dirty": False}] + [{"sha": "a" * 40, "dirty": True}] * 10)
+    monkeypatch.setattr(R, "git_sha", lambda: next(states))
+    _, doc = R.run_plan([_step("a", "pass")], tmp_path / "t.json", warm={})
+    assert doc["git"] == {"sha": "a" * 40, "dirty": False}

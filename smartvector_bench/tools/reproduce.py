@@ -211,7 +211,8 @@ def step_record(step: Step, commands: list[dict]) -> dict:
 
 
 def timings_doc(argv: list[str], steps: list[Step], records: list[dict], config: dict, started: str,
-                status: str, warm: dict) -> dict:
+                status: str, warm: dict, git: dict | None = None) -> dict:
+    """``git``: the checkout's state when the run started (later the run's own results make it dirty)."""
     by_group = {g: _span([r for r in records if r["group"] == g]) for g in GROUPS
                 if any(r["group"] == g for r in records)}
     total = _span(records)
@@ -225,7 +226,7 @@ def timings_doc(argv: list[str], steps: list[Step], records: list[dict], config:
             "total_seconds_without_bench": _span([r for r in records if r["group"] != "bench"]),
             "step_seconds_sum": round(sum(r["seconds"] for r in records), 1),
             "steps": records, "warm_start": warm, "config": config,
-            "git": git_sha(), "packages": package_versions(), "machine": machine_info(),
+            "git": git or git_sha(), "packages": package_versions(), "machine": machine_info(),
             "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
             "note": "seconds: a step's wall time; total_seconds and seconds_by_group: the wall time the steps covered "
                     "(steps side by side count once; step_seconds_sum adds them up); peak_rss_mb: the largest single process (the largest VmHWM of the "
@@ -272,14 +273,14 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
     after each; after a failing command no new step starts (those running finish). Returns (exit code: 0, 1 for a
     failed step, 128 + signal when interrupted; the timings document)."""
     records: dict[int, dict] = {}
-    started, t0, lock = _now(), time.perf_counter(), threading.Lock()
+    started, t0, lock, git = _now(), time.perf_counter(), threading.Lock(), git_sha()
     state = {"code": 0, "status": "complete"}
     argv, config, warm = argv or [], config or {}, warm if warm is not None else warm_state(steps)
     _child["signal"] = None
     index = {id(s): i for i, s in enumerate(steps, 1)}
 
     def document(status: str) -> dict:
-        return timings_doc(argv, steps, [records[k] for k in sorted(records)], config, started, status, warm)
+        return timings_doc(argv, steps, [records[k] for k in sorted(records)], config, started, status, warm, git)
 
     atomic_write_json(out, document("running"))
 
