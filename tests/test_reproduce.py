@@ -182,7 +182,7 @@ def test_the_file_is_written_atomically_after_every_step(tmp_path, monkeypatch):
 
 def test_sigterm_stops_the_running_command_and_the_run(tmp_path):
     out = tmp_path / "t.json"
-    old = signal.signal(signal.SIGTERM, R._forward)
+    old = signal.signal(signal.SIGTERM, R.forward_signal)
     timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGTERM))
     try:
         timer.start()
@@ -239,11 +239,11 @@ def test_with_jobs_a_failure_lets_running_steps_finish_and_starts_no_new_one(tmp
 
 def test_sigterm_stops_every_step_running_side_by_side(tmp_path):
     out = tmp_path / "t.json"
-    old = signal.signal(signal.SIGTERM, R._forward)
+    old = signal.signal(signal.SIGTERM, R.forward_signal)
 
     def stop_when_both_run():  # not a fixed delay: on a loaded machine the second step may start late
         deadline = time.monotonic() + 15
-        while len(R._child["pids"]) < 2 and time.monotonic() < deadline:
+        while len(R.RUNNING["pids"]) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         os.kill(os.getpid(), signal.SIGTERM)
 

@@ -26,8 +26,9 @@ its commands' seconds and the maximum of their peaks. MB here is 2^20 bytes.
 The timings file is rewritten (atomically: temp file, then rename) after every step, so a failed or interrupted
 run keeps the timings so far. A failing command stops the run with one line naming the step and its exit code
 (exit 1; steps already running side by side finish first); SIGINT / SIGTERM go to every running command's process
-group (a second one: SIGKILL), the run stops after them and exits 130 / 143. When the file is under the results root and the ``expected`` step ran, the manifest is
-written once more at the end, so that ``results/expected.json`` records the final timings file.
+group (a second one: SIGKILL), the run stops after them and exits 130 / 143. When the file is under the results
+root and the ``expected`` step ran, the manifest is written once more at the end, so that
+``results/expected.json`` records the final timings file. Measuring one command: :mod:`.reproduce_measure`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -48,125 +48,16 @@ from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.provenance import _cpuinfo, git_sha, package_versions
 from smartvector_bench.tools import reproduce_report as report
 from smartvector_bench.tools.gate.common import REPO, RESULTS_DIR, rel
-from smartvector_bench.tools.reproduce_plan import (GROUPS, MULTIRUN_DIR, TIMINGS_FILE, Command, Step, plan,
-                                                    select)
+from smartvector_bench.tools.reproduce_measure import MB, POLL_S, RUNNING, forward_signal, run_measured
+from smartvector_bench.tools.reproduce_plan import GROUPS, MULTIRUN_DIR, TIMINGS_FILE, Step, plan, select
 
 PROG = "reproduce"
 SCHEMA_VERSION = "1.0"
-MB = 1 << 20
-PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-POLL_S = 0.25
 LOGS = REPO / "outputs" / "reproduce-logs"  # --jobs above 1 without --logs (outputs/ is git-ignored)
 
-_child: dict = {"pids": set(), "signal": None}   # the running commands and the first stop signal received
 # Groups whose steps are independent (each writes its own folder; the sweeps share the embedding cache, which is
 # SQLite in WAL mode), so that ``--jobs`` runs them side by side.
 CONCURRENT = ("experiments", "sweeps")
-
-
-# -- measuring one command ---------------------------------------------------------------------------------------
-
-def _hwm(pid: int) -> int:
-    """The process's RSS high-water mark since its exec (``VmHWM``), 0 if it is gone."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def tree_rss_bytes(root: int) -> tuple[int, int] | None:
-    """(the summed RSS, the largest high-water mark) of ``root`` and every live descendant (``/proc``), None where
-    there is no ``/proc``."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return None
-    children, rss = defaultdict(list), {}
-    for e in entries:
-        if not e.isdigit():
-            continue
-        try:
-            with open(f"/proc/{e}/stat", "rb") as fh:
-                data = fh.read()
-        except OSError:
-            continue  # gone meanwhile
-        fields = data[data.rfind(b")") + 2:].split()  # after "pid (comm) ": state, ppid, ... rss is field 24
-        pid = int(e)
-        children[int(fields[1])].append(pid)
-        rss[pid] = int(fields[21]) * PAGE
-    total, hwm, todo, seen = 0, 0, [root], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += rss.get(pid, 0)
-        hwm = max(hwm, _hwm(pid))
-        todo += children.get(pid, [])
-    return total, hwm
-
-
-def run_measured(cmd: Command, log: Path | None = None, poll_s: float = POLL_S) -> dict:
-    """Run ``cmd`` from the repository (its env added to ours), its output to ``log`` or ours; returns its
-    record: exit code (negative: killed by that signal), seconds, peak RSS (largest process, whole tree), CPU."""
-    out = open(log, "ab") if log else None
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(cmd.argv, cwd=REPO, env={**os.environ, **cmd.full_env()}, stdout=out,
-                                stderr=subprocess.STDOUT if out else None, start_new_session=True)
-    except OSError as exc:
-        if out:
-            out.close()
-        return {"argv": list(cmd.argv), "command": cmd.line(), "exit_code": None, "error": f"could not start: {exc}",
-                "seconds": 0.0, "peak_rss_mb": None, "peak_tree_rss_mb": None, "cpu_seconds": None}
-    _child["pids"].add(proc.pid)
-    peak_tree, peak_hwm, delay = 0, 0, 0.01
-    try:
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            tree = tree_rss_bytes(proc.pid)
-            if tree:
-                peak_tree, peak_hwm = max(peak_tree, tree[0]), max(peak_hwm, tree[1])
-            time.sleep(delay)
-            delay = min(poll_s, delay * 2)
-    except BaseException:  # a KeyboardInterrupt outside main's handlers: leave no command running
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-            os.wait4(proc.pid, 0)
-        except OSError:
-            pass
-        raise
-    finally:
-        _child["pids"].discard(proc.pid)
-        if out:
-            out.close()
-    seconds = time.perf_counter() - t0
-    proc.returncode = code = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
-    # ru_maxrss is only a fallback: Linux carries the forking parent's high-water mark into the child's count, so
-    # a child of a large process (a pytest worker) reports at least that process's RSS
-    maxrss = usage.ru_maxrss * (1 if sys.platform == "darwin" else 1024)  # Linux: kB
-    peak = peak_hwm or maxrss
-    return {"argv": list(cmd.argv), "command": cmd.line(), "exit_code": code, "seconds": round(seconds, 3),
-            "peak_rss_mb": round(peak / MB, 1), "ru_maxrss_mb": round(maxrss / MB, 1),
-            "peak_tree_rss_mb": round(peak_tree / MB, 1) if peak_tree else None,
-            "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2)}
-
-
-def _forward(signum, _frame) -> None:
-    """SIGINT / SIGTERM: to each running command's process group (a second signal: SIGKILL); stop after it."""
-    again = _child["signal"] is not None
-    _child["signal"] = _child["signal"] or signum
-    for pid in list(_child["pids"]):
-        try:
-            os.killpg(pid, signal.SIGKILL if again else signum)
-        except OSError:
-            pass
 
 
 # -- the timings file --------------------------------------------------------------------------------------------
@@ -276,7 +167,7 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
     started, t0, lock, git = _now(), time.perf_counter(), threading.Lock(), git_sha()
     state = {"code": 0, "status": "complete"}
     argv, config, warm = argv or [], config or {}, warm if warm is not None else warm_state(steps)
-    _child["signal"] = None
+    RUNNING["signal"] = None
     index = {id(s): i for i, s in enumerate(steps, 1)}
 
     def document(status: str) -> dict:
@@ -287,7 +178,7 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
     def run_step(step: Step) -> None:
         i = index[id(step)]
         tag = f"[{i}/{len(steps)}] {step.name}"
-        if state["code"] or _child["signal"]:
+        if state["code"] or RUNNING["signal"]:
             return  # the run is stopping: this step never starts
         log = Path(logs) / f"{step.name}.log" if logs else None
         if log:
@@ -295,7 +186,7 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
         commands: list[dict] = []
         begin = time.perf_counter() - t0
         for cmd in step.commands:
-            if _child["signal"]:
+            if RUNNING["signal"]:
                 break
             print(f"{tag}: {cmd.line()}" + (f" (output: {rel(log)})" if log and jobs > 1 else ""), flush=True)
             rec = run_measured(cmd, log)
@@ -305,14 +196,14 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
         with lock:
             if not commands:  # stopped before the step started
                 if not state["code"]:
-                    state["status"], state["code"] = "interrupted", 128 + _child["signal"]
-                    print(f"{PROG}: interrupted by {signal.Signals(_child['signal']).name} before step {step.name}; "
+                    state["status"], state["code"] = "interrupted", 128 + RUNNING["signal"]
+                    print(f"{PROG}: interrupted by {signal.Signals(RUNNING['signal']).name} before step {step.name}; "
                           f"timings so far in {rel(out)}", file=sys.stderr, flush=True)
                 return
             record = step_record(step, commands)
             record["started_s"], record["ended_s"] = round(begin, 1), round(time.perf_counter() - t0, 1)
             records[i] = record
-            stopped = _child["signal"]
+            stopped = RUNNING["signal"]
             if record["status"] == "ok" and not stopped:
                 print(f"{tag}: done in {report.duration(record['seconds'])}, peak RSS "
                       f"{report.mb(record['peak_rss_mb'])} (process tree {report.mb(record['peak_tree_rss_mb'])}), "
@@ -345,8 +236,8 @@ def run_plan(steps: list[Step], out: Path, argv: list[str] | None = None, config
             with ThreadPoolExecutor(min(jobs, len(batch)), thread_name_prefix="step") as pool:
                 for f in [pool.submit(run_step, s) for s in batch]:
                     f.result()
-        if not state["code"] and _child["signal"]:  # stopped between steps: the next batch never starts
-            state["status"], state["code"] = "interrupted", 128 + _child["signal"]
+        if not state["code"] and RUNNING["signal"]:  # stopped between steps: the next batch never starts
+            state["status"], state["code"] = "interrupted", 128 + RUNNING["signal"]
     doc = document(state["status"])
     atomic_write_json(out, doc)
     return state["code"], doc
@@ -460,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
               "results_dir": rel(args.results_dir), "multirun_dir": rel(args.multirun_dir),
               "figures_dir": rel(args.figures_dir) if args.figures_dir else None,
               "sweep_launcher": args.sweep_launcher, "out": rel(out), "jobs": args.jobs}
-    old = {s: signal.signal(s, _forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, forward_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         code, doc = run_plan(chosen, out, argv, config, args.logs, warm, jobs=args.jobs)
     finally:
