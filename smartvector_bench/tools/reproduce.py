@@ -14,14 +14,14 @@ The steps (``reproduce_plan.py``) run in plan order, each command as a child pro
 the repository; with ``--jobs N``, up to N of the experiments and sweeps run side by side (they write separate
 folders, and the sweeps' shared embedding cache is SQLite in WAL mode), while the bench and the derived files run
 alone. A step records its start and end (seconds from the run's start); a group's and the run's time is the wall
-time their steps covered, not the sum (``step_seconds_sum``). Per command, measured here: the wall time; the peak RSS of the largest single process
-(the largest ``VmHWM``, the kernel's high-water mark since exec, of the child and its descendants, read while they
-live; ``ru_maxrss`` from ``os.wait4`` is kept as ``ru_maxrss_mb`` and used only when no process was sampled: Linux
-counts the forking parent's RSS in it); the peak of the summed RSS of the whole live process
-tree (``/proc/<pid>/stat`` of the child and its descendants, sampled every 0.25 s: what the machine must hold at
-once when a step runs processes side by side; a shorter peak can be missed, shared pages count once per process);
-and the CPU seconds (user + system of the child and its waited-for descendants). A step's figures are the sum of
-its commands' seconds and the maximum of their peaks. MB here is 2^20 bytes.
+time their steps covered, not the sum (``step_seconds_sum``). Per command, measured here: the wall time; the peak
+RSS of the largest single process (the largest ``VmHWM``, the kernel's high-water mark since exec, of the child and
+its descendants, read while they live; ``ru_maxrss`` from ``os.wait4`` is kept as ``ru_maxrss_mb`` and used only
+when no process was sampled: Linux counts the forking parent's RSS in it); the peak of the summed RSS of the whole
+live process tree (``/proc/<pid>/stat`` of the child and its descendants, sampled every 0.25 s: what the machine
+must hold at once when a step runs processes side by side; a shorter peak can be missed, shared pages count once per
+process); and the CPU seconds (user + system of the child and its waited-for descendants). A step's figures are the
+sum of its commands' seconds and the maximum of their peaks. MB here is 2^20 bytes.
 
 The timings file is rewritten (atomically: temp file, then rename) after every step, so a failed or interrupted
 run keeps the timings so far. A failing command stops the run with one line naming the step and its exit code

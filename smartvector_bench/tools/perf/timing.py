@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import gc
 import time
 from dataclasses import asdict, dataclass
@@ -23,11 +24,20 @@ def release_memory() -> bool:
     called between cases and before each memory measurement, so that the heap an earlier case freed but glibc
     kept does not count in a later case's RSS (T5m). Live objects are untouched. False where there is no glibc."""
     gc.collect()
-    try:
-        ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim(0)
-        return True
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim by hand
+    trim = _malloc_trim()
+    if trim is None:
         return False
+    trim(0)
+    return True
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, looked up once (``find_library`` runs ``ldconfig``); None where there is none."""
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to trim by hand
+        return None
 
 
 @dataclass(frozen=True)
