@@ -118,7 +118,7 @@ def _check_run_files(out: Path, dataset_dir: Path, metrics: dict) -> None:
         rows = [json.loads(line) for line in lines[1:]]
         assert sorted(r["query_id"] for r in rows) == sorted(queries)
         leak = {"dev": [0, 0], "test": [0, 0]}
-        assert meta["run_schema_version"] == "1.1"
+        assert meta["run_schema_version"] == "1.2"
         for r in rows:
             assert set(r) == RUN_ROW_KEYS | ({"signals"} if name in FOUR_SIGNAL else set()), name
             q = queries[r["query_id"]]

@@ -345,3 +345,33 @@ def test_the_git_state_is_the_one_at_the_start(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "git_sha", lambda: next(states))
     _, doc = R.run_plan([_step("a", "pass")], tmp_path / "t.json", warm={})
     assert doc["git"] == {"sha": "a" * 40, "dirty": False}
+
+
+def test_render_sets_an_earlier_reproduction_beside_this_one(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(R, "plan", lambda *a: [_step("a", "pass"), _step("b", "pass")])
+    monkeypatch.setattr(R, "warm_state", lambda steps: {})
+    before, out = tmp_path / "before", tmp_path / "after.json"
+    for name in ("a", "b"):  # two runs of one step each, as an earlier commit's make reproduce-all-nobench STEPS=
+        assert R.main(["--steps", name, "--out", str(before / f"{name}.json")]) == 0
+    assert R.main(["--out", str(out)]) == 0
+    capsys.readouterr()
+    assert R.main(["--render", "--out", str(out), "--before", str(before)]) == 0
+    md = capsys.readouterr().out
+    docs = [json.loads((before / f"{n}.json").read_text()) for n in ("a", "b")]
+    after = json.loads(out.read_text())
+    total = sum(d["total_seconds_without_bench"] for d in docs)
+    assert "| step | before | after |" in md and "2 run(s)" in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| a | ") and ln.count("|") == 4)
+    assert row == f"| a | {report.duration(docs[0]['steps'][0]['seconds'])} | " \
+                  f"{report.duration(after['steps'][0]['seconds'])} |"
+    assert f"| **total, bench excluded** | **{report.duration(total)}** |" in md
+    # refused: a step in two files, an unfinished run, an empty folder
+    (before / "c.json").write_text((before / "a.json").read_text())
+    assert R.main(["--render", "--out", str(out), "--before", str(before)]) == 2
+    assert "step a is also in" in capsys.readouterr().err
+    doc = json.loads((before / "a.json").read_text())
+    (before / "c.json").write_text(json.dumps({**doc, "status": "running", "steps": []}))
+    assert R.main(["--render", "--out", str(out), "--before", str(before)]) == 2
+    assert "only a complete run can be compared" in capsys.readouterr().err
+    assert R.main(["--render", "--out", str(out), "--before", str(tmp_path / "none")]) == 2
+    assert "no timings file" in capsys.readouterr().err

@@ -94,7 +94,7 @@ def test_run_file_carries_text_as_of_labels_and_signals(tmp_path, tiny):
     _, ds, _, _ = tiny
     path, run = _write(tmp_path, tiny)
     meta, rows = read_run_rows(path)
-    assert meta["run_schema_version"] == "1.1" and len(rows) == len(ds.queries)
+    assert meta["run_schema_version"] == "1.2" and len(rows) == len(ds.queries)
     stored = {json.loads(line)["_id"]: json.loads(line) for line in (ds.path / "queries.jsonl").open()}
     for i, rec in enumerate(rows):
         assert rec["text"] == stored[rec["query_id"]]["text"]

@@ -73,6 +73,19 @@ def _array(value, field: str, kinds: str, what: str, fail) -> np.ndarray:
     return value
 
 
+def _bounds(out: Run, shape: tuple, fail) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The run's optional rounding bounds (``Run.bounds``, ``Run.confidence_bounds``) as float64, shapes checked."""
+    got = []
+    for field, want in (("bounds", (*shape, 2)), ("confidence_bounds", (shape[0], 2))):
+        value = getattr(out, field, None)
+        if value is not None:
+            value = _array(value, field, "iuf", "real numbers", fail).astype(np.float64)
+            if value.shape != want:
+                raise fail(f"Run.{field} has shape {value.shape}; expected {want}")
+        got.append(value)
+    return got[0], got[1]
+
+
 def check_search(system: str, out: object, query_ids: Sequence[str], k: int, n_corpus: int,
                  ordered: bool = True, call: str = "search") -> Run:
     """``out``, a retriever's answer to ``len(query_ids)`` queries, checked against the contract and returned as
@@ -129,7 +142,7 @@ def check_search(system: str, out: object, query_ids: Sequence[str], k: int, n_c
     conf_bad = np.where(has_hit, ~in_unit, ~(in_unit | np.isnan(c)))
     row_bad = entry_bad.any(axis=1) | conf_bad
     if not row_bad.any():
-        return Run(system, ids, s, c)
+        return Run(system, ids, s, c, *_bounds(out, ranked.shape, fail))
 
     q = int(np.argmax(row_bad))
     head = f"query {query_ids[q]}"

@@ -23,15 +23,24 @@ class Run:
     ``ranked[q, r]`` is the corpus index at rank ``r`` (-1 where the system returned fewer than k results),
     ``scores`` the system's ranking score there (NaN for padding), ``confidence[q]`` the system's confidence
     in its top hit, in [0, 1] (NaN when it returned nothing).
+
+    Optional, for a system whose scores are not continuous in its inputs (rank fusion, trees): ``bounds[q, r]``
+    (lo, hi), every score hit ``r`` could take on another CPU (``core.rounding``: its inputs moved by float
+    rounding; lo = -inf when it could drop out of the candidates), and ``confidence_bounds[q]`` (lo, hi) the same
+    for the confidence. The regression gate compares such a run's reruns within them (``tools/gate/rankings.py``).
     """
 
     system: str
     ranked: np.ndarray  # (Q, k) int64
     scores: np.ndarray  # (Q, k) float64
     confidence: np.ndarray  # (Q,) float64
+    bounds: np.ndarray | None = None             # (Q, k, 2) float64
+    confidence_bounds: np.ndarray | None = None  # (Q, 2) float64
 
     def __post_init__(self) -> None:
         assert self.ranked.shape == self.scores.shape and self.ranked.shape[0] == self.confidence.shape[0]
+        assert self.bounds is None or self.bounds.shape == (*self.ranked.shape, 2)
+        assert self.confidence_bounds is None or self.confidence_bounds.shape == (self.ranked.shape[0], 2)
 
     @property
     def top1(self) -> np.ndarray:
@@ -62,9 +71,10 @@ def rank_by_score(scores: np.ndarray, k: int, candidates: np.ndarray | None = No
 
 # The run file's own format version (``_meta.run_schema_version``; ``_meta.schema_version`` is the results'). 1.0
 # (no key): ranked, scores, confidence and the top-1 flags per query. 1.1 adds the query's text and as_of, a label
-# per hit and, for four-signal systems, each hit's signals: what the report's query drill-down shows.
-RUN_SCHEMA_VERSION = "1.1"
-RUN_SCHEMA_VERSIONS = ("1.0", RUN_SCHEMA_VERSION)
+# per hit and, for four-signal systems, each hit's signals: what the report's query drill-down shows. 1.2 adds,
+# for a system that gives them (``Run.bounds``), each hit's score bounds and the confidence's under float rounding.
+RUN_SCHEMA_VERSION = "1.2"
+RUN_SCHEMA_VERSIONS = ("1.0", "1.1", RUN_SCHEMA_VERSION)
 HIT_LABELS = ("correct", "stale", "rumor", "other")
 # run file key <- the system's signal name (signals.fusion.SIGNALS): the relational signal is the graph's.
 SIGNAL_KEYS = {"semantic": "semantic", "temporal": "temporal", "confidence": "confidence", "graph": "relational"}
@@ -126,6 +136,10 @@ def write_run_jsonl(path: Path, run: Run, queries: Queries, corpus: Corpus, judg
         if signals is not None:
             rec["signals"] = {key: [json_number(signals[name][i, r], RUN_DIGITS) for r in keep]
                               for key, name in SIGNAL_KEYS.items()}
+        if run.bounds is not None:  # 1.2: an infinite end is null (lo: the hit could drop out)
+            rec["bounds"] = [[json_number(x, RUN_DIGITS) for x in run.bounds[i, r]] for r in keep]
+        if run.confidence_bounds is not None:
+            rec["confidence_bounds"] = [json_number(x, RUN_DIGITS) for x in run.confidence_bounds[i]]
         lines.append(json.dumps(rec, ensure_ascii=False, allow_nan=False))
     atomic_write_text(path, "\n".join(lines) + "\n")
 
@@ -171,6 +185,13 @@ def check_run_row(rec: dict) -> str | None:
             return f"'signals' must map {', '.join(SIGNAL_KEYS)} to lists"
         if bad := [key for key, v in sig.items() if not isinstance(v, list) or len(v) != n]:
             return f"'signals.{bad[0]}' must hold one value per ranked hit ({n})"
+    bounds = rec.get("bounds")
+    if bounds is not None and (not isinstance(bounds, list) or len(bounds) != n
+                               or not all(isinstance(b, list) and len(b) == 2 for b in bounds)):
+        return f"'bounds' must hold one [lo, hi] pair per ranked hit ({n})"
+    cb = rec.get("confidence_bounds")
+    if cb is not None and (not isinstance(cb, list) or len(cb) != 2):
+        return "'confidence_bounds' must be a [lo, hi] pair"
     return None
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
+from smartvector_bench.core.rounding import rank_bounds, score_noise
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.bm25 import BM25, query_texts
@@ -41,6 +42,40 @@ def reciprocal_rank_fusion(rankings: list[np.ndarray], n: int, rrf_k: float = 60
         rows, cols = np.nonzero(ranked >= 0)
         np.add.at(out, (rows, ranked[rows, cols]), 1.0 / (rrf_k + cols + 1.0))
     return out
+
+
+def rrf_bounds(lists: list[np.ndarray], depth: int, rrf_k: float, ranked: np.ndarray,
+               cosine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every RRF score each hit of ``ranked`` (Q, k) could take on another CPU, and the confidence (the top-1's
+    cosine clipped to [0, 1]): ((Q, k, 2), (Q, 2)). ``lists`` are the fused lists' (Q, N) scores (-inf =
+    excluded); a score may move by ``core.rounding.score_noise``, so each item's rank in a list lies within
+    ``rank_bounds`` and its RRF within the sums of 1 / (rrf_k + rank) over those ranks (0 beyond ``depth``). A hit
+    whose RRF could be 0 could drop out: lo = -inf. The confidence's top-1 is any item whose RRF could reach the
+    largest sure RRF."""
+    q, n = cosine.shape
+    bounds = np.full((*ranked.shape, 2), np.nan)
+    conf = np.full((q, 2), np.nan)
+
+    def f(r: np.ndarray) -> np.ndarray:  # as reciprocal_rank_fusion computes it, 0 beyond depth
+        return np.where(r <= depth, 1.0 / (rrf_k + (r - 1) + 1.0), 0.0)
+
+    for i in range(q):
+        lo, hi = np.zeros(n), np.zeros(n)
+        for scores in lists:  # added in list order, as reciprocal_rank_fusion does
+            row = scores[i]
+            live = np.flatnonzero(np.isfinite(row))
+            best, worst = rank_bounds(row, row[live])
+            lo[live] += f(worst)
+            hi[live] += f(best)
+        hits = ranked[i][ranked[i] >= 0]
+        if not len(hits):
+            continue
+        bounds[i, :len(hits), 0] = np.where(lo[hits] > 0, lo[hits], -np.inf)
+        bounds[i, :len(hits), 1] = hi[hits]
+        tops = np.flatnonzero((hi > 0) & (hi >= lo.max()))
+        c = cosine[i, tops]
+        conf[i] = np.clip([np.min(c - score_noise(c)), np.max(c + score_noise(c))], 0.0, 1.0)
+    return bounds, conf
 
 
 @dataclass(frozen=True)
@@ -80,7 +115,8 @@ class HybridValid:
         bm25_ranked, _ = rank_by_score(bm25, depth)
         fused = reciprocal_rank_fusion([dense_ranked, bm25_ranked], len(self.corpus), self.p.rrf_k)
         ranked, top = rank_by_score(np.where(fused > 0, fused, -np.inf), k)
-        return Run(self.name, ranked, top, ranked_cosine_confidence(cos, ranked))
+        bounds, conf = rrf_bounds([cos, bm25], depth, self.p.rrf_k, ranked, cos)
+        return Run(self.name, ranked, top, ranked_cosine_confidence(cos, ranked), bounds, conf)
 
     def describe(self) -> dict:
         return {"confidence": "top-1 cosine clipped to [0, 1]",

@@ -49,7 +49,8 @@ from smartvector_bench.core.provenance import _cpuinfo, git_sha, package_version
 from smartvector_bench.tools import reproduce_report as report
 from smartvector_bench.tools.gate.common import REPO, RESULTS_DIR, rel
 from smartvector_bench.tools.reproduce_measure import MB, POLL_S, RUNNING, forward_signal, run_measured
-from smartvector_bench.tools.reproduce_plan import GROUPS, MULTIRUN_DIR, TIMINGS_FILE, Step, plan, select
+from smartvector_bench.tools.reproduce_plan import (BEFORE_DIR, GROUPS, MULTIRUN_DIR, TIMINGS_FILE, Step, plan,
+                                                      select)
 
 PROG = "reproduce"
 SCHEMA_VERSION = "1.0"
@@ -302,6 +303,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--render", action="store_true", help="print the markdown table of the timings file; run nothing")
     ap.add_argument("--write-docs", action="store_true",
                     help=f"rewrite the {report.MARK} section of docs/operations.md from the timings file; run nothing")
+    ap.add_argument("--before", type=Path, default=None, metavar="DIR",
+                    help="with --render or --write-docs: add each step's time in the timings files of DIR (an "
+                         f"earlier reproduction; default <results-dir>/{BEFORE_DIR} when it exists)")
     return ap
 
 
@@ -311,7 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(args.results_dir) / TIMINGS_FILE
     if args.render or args.write_docs:
         try:
-            text = report.render(report.load(out))
+            doc = report.load(out)
+            text = report.render(doc)
+            kept = Path(args.results_dir) / BEFORE_DIR
+            before = args.before or (kept if kept.is_dir() and args.out is None else None)
+            if before is not None:
+                text += "\n" + report.render_before(doc, report.load_before(before))
             if args.write_docs:
                 report.write_docs(text)
                 print(f"wrote the {report.MARK} section of {rel(report.DOC)} from {rel(out)}")

@@ -43,8 +43,11 @@ BASE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERE
 # A sweep's jobs: one math thread each, as the published jobs ran (their metrics.json's machine.env) and as the
 # gate's reruns of them run.
 SWEEP_ENV = {**RERUN_ENV, "OPENBLAS_NUM_THREADS": "1"}
-# Committed files under results/ that no step writes: hand-written.
-STATIC = ("README.md",)
+# An earlier reproduction's timings files, kept to compare with (``reproduce --render``): written by the reproduce
+# runner of an earlier commit (each file's ``git`` and ``command`` say which), so no step of this plan makes them.
+BEFORE_DIR = "timings_before"
+# Committed files under results/ that no step writes: hand-written, or kept from an earlier commit.
+STATIC = ("README.md", BEFORE_DIR)
 TIMINGS_FILE = "timings.json"  # written by the reproduce runner itself
 
 

@@ -153,6 +153,43 @@ def render(doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def load_before(folder: Path) -> list[dict]:
+    """The timings files of an earlier reproduction in ``folder`` (``*.json``, by name): one run, or several runs
+    of different steps one after the other (``--steps``)."""
+    files = sorted(Path(folder).glob("*.json"))
+    if not files:
+        raise TimingsError(f"{rel(folder)}: no timings file (*.json) to compare with")
+    docs = [load(f) for f in files]
+    seen: dict[str, str] = {}
+    for f, doc in zip(files, docs):
+        if doc.get("status") != "complete":
+            raise TimingsError(f"{rel(f)}: status: {doc.get('status')!r}; only a complete run can be compared")
+        for step in doc["steps"]:
+            if step["name"] in seen:
+                raise TimingsError(f"{rel(f)}: step {step['name']} is also in {seen[step['name']]}")
+            seen[step["name"]] = rel(f)
+    return docs
+
+
+def render_before(after: dict, before: list[dict]) -> str:
+    """Per step, the wall time of an earlier reproduction (``before``: its timings files, whose steps ran one after
+    the other) beside ``after``'s, and the totals, bench excluded."""
+    old = {s["name"]: s["seconds"] for doc in before for s in doc["steps"]}
+    new = {s["name"]: s["seconds"] for s in after["steps"]}
+    shas = ", ".join(dict.fromkeys(str((d.get("git") or {}).get("sha"))[:12] for d in before))
+    jobs = [(d.get("config") or {}).get("jobs") or 1 for d in before]
+    lines = [f"Before (git {shas}: {len(before)} run(s) of `make reproduce-all-nobench STEPS=...`, "
+             f"{'one step at a time' if max(jobs) == 1 else f'up to {max(jobs)} steps at a time'}, started "
+             f"{', '.join(str(d.get('started_at')) for d in before)}) and after (the table above):", "",
+             "| step | before | after |", "|---|---:|---:|"]
+    for name in [*new, *(n for n in old if n not in new)]:
+        lines.append(f"| {name} | {duration(old.get(name))} | {duration(new.get(name))} |")
+    total = sum(d["total_seconds_without_bench"] for d in before)
+    lines.append(f"| **total, bench excluded** | **{duration(total)}** | "
+                 f"**{duration(after['total_seconds_without_bench'])}** |")
+    return "\n".join(lines) + "\n"
+
+
 def write_docs(text: str, doc_path: Path = DOC) -> None:
     """Replace the text between the timings markers of ``doc_path`` (atomically)."""
     body = Path(doc_path).read_text(encoding="utf-8")

@@ -28,6 +28,7 @@ from smartvector_bench.core.index import FlatIndex
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.bm25 import BM25, query_texts
+from smartvector_bench.systems.ltr.bounds import ltr_bounds
 from smartvector_bench.systems.ltr.features import CATEGORICAL, FEATURES, DocumentVersions, pair_features
 from smartvector_bench.systems.valid_cosine import in_force
 
@@ -75,15 +76,17 @@ class LTR:
         self._bm25.index(corpus, vectors, serve_time)
         self._versions = DocumentVersions(corpus)
 
-    def _candidates(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str]):
-        """(cand, features): (Q, C) candidate rows (-1 padding, each row's candidates ascending) and their
-        (Q, C, F) features."""
+    def _inputs(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str]):
+        """(as_of, cosine, BM25, in force): the (Q, N) scores and window every candidate list is drawn from."""
         as_of = query_texts(self.name, texts, as_of)
+        return as_of, self._index.all_scores(query_vectors), self._bm25._scores(texts), in_force(self.corpus, as_of)
+
+    def _candidates(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str]):
+        """(cand, features, inputs): (Q, C) candidate rows (-1 padding, each row's candidates ascending), their
+        (Q, C, F) features, and ``_inputs``' (as_of, cosine, BM25, in force) they were drawn from."""
+        inputs = as_of, cos, bm25, window = self._inputs(query_vectors, as_of, texts)
         n = len(self.corpus)
         depth = min(self.p.depth, n)
-        cos = self._index.all_scores(query_vectors)
-        bm25 = self._bm25._scores(texts)
-        window = in_force(self.corpus, as_of)
         lists = [rank_by_score(cos, depth)[0],
                  rank_by_score(np.where(window, cos, -np.inf), depth)[0],
                  rank_by_score(np.where(bm25 > 0, bm25, -np.inf), depth)[0]]
@@ -94,14 +97,14 @@ class LTR:
         rows = np.maximum(cand, 0)
         feats = pair_features(self.corpus, self._versions, cand, as_of, np.take_along_axis(cos, rows, axis=1),
                               np.take_along_axis(bm25, rows, axis=1), window)
-        return cand, feats
+        return cand, feats, inputs
 
     # -- TrainsOnDev -----------------------------------------------------------------------------------------------
     def train(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str], relevant: Ragged,
               grades: Ragged) -> dict:
         import lightgbm
 
-        cand, feats = self._candidates(query_vectors, as_of, texts)
+        cand, feats, _ = self._candidates(query_vectors, as_of, texts)
         label = np.zeros(cand.shape, dtype=np.int64)
         for q in range(len(cand)):
             grade_of = dict(zip(relevant.row(q).tolist(), grades.row(q).tolist()))
@@ -129,7 +132,7 @@ class LTR:
         if self.model is None:
             raise BenchError(f"{self.name}: not trained; it is trained on the dev split's qrels before it searches "
                              "(experiments/tuning.py train_on_dev)")
-        cand, feats = self._candidates(query_vectors, as_of, texts)
+        cand, feats, (as_of, cos, bm25, window) = self._candidates(query_vectors, as_of, texts)
         valid = cand >= 0
         scores = np.full(cand.shape, -np.inf)
         if valid.any():
@@ -137,7 +140,9 @@ class LTR:
         ranked, top = rank_by_score(scores, k, candidates=np.where(valid, cand, 0))
         confidence = softmax_top1(np.nan_to_num(top[:, 0], nan=-np.inf), scores, valid) if top.shape[1] else \
             np.full(len(cand), np.nan)
-        return Run(self.name, ranked, top, confidence)
+        bounds, conf = ltr_bounds(self.model, self.corpus, self._versions, as_of, cos, bm25, window,
+                                  min(self.p.depth, len(self.corpus)), ranked)
+        return Run(self.name, ranked, top, confidence, bounds, conf)
 
     def describe(self) -> dict:
         return {"confidence": "softmax share of the top-1 among the query's candidate scores",

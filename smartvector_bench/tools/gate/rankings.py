@@ -8,11 +8,15 @@ a change of order only between hits that may swap (near-tied in both runs, never
 rule orders those); a hit that leaves or enters only at the list's cut-off, near-tied with the lowest score and
 with the hit it traded places with. The rules read scores, not positions, so they also hold for a system that
 re-ranks its candidates by another key (recent_cosine): a candidate can only enter or leave at the cut-off.
+A system whose scores jump with its inputs (rank fusion, trees: hybrid_valid, ltr) writes each hit's bounds
+under rounding of its inputs into its lines (``Run.bounds``); those lines are compared within them
+(:func:`bounded_diff`).
 
 One row per run file; it names the first lines that differ beyond rounding."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,11 +24,82 @@ from smartvector_bench.core.cli_errors import one_line
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import read_run_lines
 from smartvector_bench.tools.gate.common import Row
-from smartvector_bench.tools.gate.tolerances import may_swap, score_bound
+from smartvector_bench.tools.gate.tolerances import BOUNDS_SLACK, may_swap, score_bound
 
 
 def _num(x) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _interval(pair, default: float) -> tuple[float, float]:
+    """A stored [lo, hi] (null: unbounded on that side)."""
+    lo, hi = (pair if isinstance(pair, list) and len(pair) == 2 else [default, default])
+    return (-math.inf if lo is None else float(lo)), (math.inf if hi is None else float(hi))
+
+
+def _inside(x: float, iv: tuple[float, float]) -> bool:  # slack: the bounds are computed in another order
+    slack = BOUNDS_SLACK * max(1.0, abs(x))
+    return iv[0] - slack <= x <= iv[1] + slack
+
+
+def _confidence_interval(line: dict) -> tuple[float, float]:
+    """A line's stored confidence bounds, else its confidence within the score bound."""
+    c = _num(line.get("confidence"))
+    stored = line.get("confidence_bounds")
+    return _interval(stored, c) if stored else (c - score_bound(c, False), c + score_bound(c, False))
+
+
+def bounded_diff(a: dict, b: dict) -> str | None:
+    """:func:`line_diff` for lines that carry their own rounding bounds (``bounds``, ``confidence_bounds``: run
+    schema 1.2, ``Run.bounds``), on another host: each run's values must lie within the other run's bounds, where
+    it gives them (a line written before schema 1.2 is read through the other's only); two hits may change order
+    only when their bounds overlap in every run that gives them, and never when exactly tied in both; a hit may
+    leave (enter) the list only when it could score below every hit that stays (a hit without stored bounds: its
+    score within the score bound)."""
+    a_ids, b_ids = list(a.get("ranked") or []), list(b.get("ranked") or [])
+    a_sc, b_sc = [_num(s) for s in a.get("scores") or []], [_num(s) for s in b.get("scores") or []]
+    if len(a_ids) != len(b_ids):
+        return f"{len(b_ids)} hits, committed {len(a_ids)}"
+    if len(a_sc) != len(a_ids) or len(b_sc) != len(b_ids) or None in a_sc or None in b_sc \
+            or len(set(a_ids)) != len(a_ids) or len(set(b_ids)) != len(b_ids):
+        return "the lists differ, and one lacks a number per hit or holds a hit twice"
+
+    def ivs(line: dict, ids: list, sc: list) -> dict:
+        stored = line.get("bounds")
+        return {c: _interval(stored[i], s) if stored else (s - score_bound(s, False), s + score_bound(s, False))
+                for i, (c, s) in enumerate(zip(ids, sc))}
+
+    ia, ib = ivs(a, a_ids, a_sc), ivs(b, b_ids, b_sc)
+    sides = [iv for iv, line in ((ia, a), (ib, b)) if line.get("bounds") is not None]  # the runs that bound
+    sa, sb = dict(zip(a_ids, a_sc)), dict(zip(b_ids, b_sc))
+    ca, cb = _num(a.get("confidence")), _num(b.get("confidence"))
+    if (ca is None) != (cb is None):
+        return f"confidence {cb!r}, committed {ca!r}"
+    if ca is not None:
+        bounding = [t for t in ((cb, a, "committed"), (ca, b, "rerun")) if t[1].get("confidence_bounds")]
+        for x, line, who in bounding or ((cb, a, "committed"),):
+            if not _inside(x, iv := _confidence_interval(line)):
+                return f"confidence {cb!r}, committed {ca!r}: outside the {who} run's bounds {list(iv)}"
+    shared = [c for c in a_ids if c in sb]
+    for c in shared:
+        for x, iv, who in ((sb[c], ia, "committed"), (sa[c], ib, "rerun")):
+            if any(iv is side for side in sides) and not _inside(x, iv[c]):
+                return f"{c} scored {sb[c]!r}, committed {sa[c]!r}: outside the {who} run's bounds {list(iv[c])}"
+    overlap = lambda u, v: u[0] <= v[1] and v[0] <= u[1]  # noqa: E731
+    pos = {c: i for i, c in enumerate(b_ids)}
+    for i, x in enumerate(shared):
+        for y in shared[i + 1:]:
+            if pos[y] < pos[x]:
+                if sa[x] == sa[y] and sb[x] == sb[y]:
+                    return f"{y} now ranks above {x}: exactly tied in both runs (the tie rule orders them)"
+                if not all(overlap(iv[x], iv[y]) for iv in sides):
+                    return f"{y} now ranks above {x}: scores {sa[y]!r} and {sa[x]!r}, bounds apart"
+    for iv, mine, others, how in ((ia, a_ids, sb, "left"), (ib, b_ids, sa, "entered")):
+        for c in (c for c in mine if c not in others):
+            floor = min((iv[h][1] for h in shared), default=math.inf)
+            if iv[c][0] > floor + BOUNDS_SLACK * max(1.0, abs(floor)):
+                return f"{c} {how} the list, but its bounds {list(iv[c])} keep it above a hit that stayed"
+    return None
 
 
 def line_diff(a: dict, b: dict, exact: bool) -> str | None:
@@ -34,6 +109,8 @@ def line_diff(a: dict, b: dict, exact: bool) -> str | None:
     ca, cb = _num(a.get("confidence")), _num(b.get("confidence"))
     if (a_ids, a_sc, ca) == (b_ids, b_sc, cb):
         return None
+    if not exact and (a.get("bounds") is not None or b.get("bounds") is not None):
+        return bounded_diff(a, b)
     if exact:  # the first difference: ids, then scores, then the confidence
         what, x, y = next(t for t in (("ranked", a_ids, b_ids), ("scores", a_sc, b_sc), ("confidence", [ca], [cb]))
                           if t[1] != t[2])

@@ -20,6 +20,9 @@ comparison is exact (:func:`exact_host`). Otherwise a float32 result may move by
 * **Two hits may swap** only when their scores are within ``2 SCORE_NOISE`` (each moved by at most the bound
   towards the other); exactly equal scores in both runs must keep their order (the documented tie rule: the
   lower corpus index first), so a change of the tie rule fails on every host.
+* **A system whose scores jump with its inputs** (rank fusion, trees) bounds its own run under this noise
+  (``Run.bounds``, ``core/rounding.py``); its lines are compared within those bounds (``rankings.bounded_diff``),
+  up to ``BOUNDS_SLACK`` for the bounds' own float64 rounding.
 * **A stored figure recomputed** by today's code from the committed run files (``REPLAY_UNITS``): float64
   arithmetic in another summation order moves a figure by ~1e-16, which can put it on the other side of a
   rounding boundary of its stored 6 decimals: one unit of the last decimal, never more.
@@ -30,13 +33,12 @@ from __future__ import annotations
 import math
 import re
 
-import numpy as np
+# The noise model, shared with the systems that bound their own runs (core/rounding.py).
+from smartvector_bench.core.rounding import DIM, EMBED_ULPS, EPS32, LAMBDA, SCORE_NOISE  # noqa: F401
 
-EPS32 = float(np.finfo(np.float32).eps)  # 2^-23: float32's unit of the last place at 1
-DIM = 384                                # all-MiniLM-L6-v2's dimension
-EMBED_ULPS = 16                          # |v_this - v_other| <= 16 eps for a unit vector (9 measured)
-LAMBDA = 8.0                             # P(a dot product's error > LAMBDA sqrt(d) u) < 2 d e^-32 = 1e-11
-SCORE_NOISE = (2 * EMBED_ULPS + LAMBDA * math.sqrt(DIM)) * EPS32
+# A run that carries its own bounds (``Run.bounds``: rank fusion, trees) computed them in another summation order
+# than its scores: a value on the edge may fall outside by float64 rounding (~1e-16), never by more than this.
+BOUNDS_SLACK = 1e-12
 
 STORED_DECIMALS = 6                      # every figure of a result file is stored at 6 decimals
 REPLAY_UNITS = 1                         # ... and may cross one rounding boundary on another CPU (see above)
