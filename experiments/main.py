@@ -34,8 +34,8 @@ from smartvector_bench.core.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
-from smartvector_bench.systems.base import (AuditsConsolidation, FitsOnDev, RanksByKey, ReadsLabels, ScoresHits,
-                                           TrainsOnDev)
+from smartvector_bench.systems.base import (AuditsConsolidation, FitsOnDev, RanksByKey, ReadsLabels, SavesModel,
+                                           ScoresHits, TrainsOnDev)
 from smartvector_bench.core.run import Run, write_qrels_trec, write_run_jsonl, write_run_trec
 from smartvector_bench.core.timeutil import format_iso, from_days
 from experiments.tuning import fit_on_dev, train_on_dev
@@ -344,6 +344,11 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
         write_run_jsonl(out_dir / f"run_{name}.jsonl", r, queries, corpus, judged[name], header(metrics), k=10,
                         labels=hit_labels(r, queries, k=10), signals=signals.get(name), unmeasured=unmeasured)
         write_run_trec(out_dir / f"run_{name}.trec", r, queries, corpus, k=10)
+        if isinstance(retrievers.get(name), SavesModel):  # what the gate searches with on another CPU
+            with retriever_call(name, "model_text"):
+                text = retrievers[name].model_text()
+            if isinstance(text, str):
+                atomic_write_text(out_dir / f"model_{name}.txt", text)
     for split in SPLITS:  # qrels beside the TREC runs, so trec_eval / ir-measures / ranx score them as they are
         write_qrels_trec(out_dir / f"qrels_{split}.trec", queries, corpus, split=split)
     table = render(metrics)

@@ -113,6 +113,18 @@ class TrainsOnDev(Protocol):
 
 
 @runtime_checkable
+class SavesModel(Protocol):
+    """Optional: a trained system whose model the harness writes beside its run file (``model_<name>.txt``), and
+    which can search with a saved one instead of training (``ltr``'s ``model_file``). Training is not
+    reproducible across CPUs (features that moved by float rounding train other trees), so the regression gate
+    reruns such a system on another CPU with the published model."""
+
+    def model_text(self) -> str | None:
+        """The trained model as text, None before training."""
+        ...
+
+
+@runtime_checkable
 class ReadsLabels(Protocol):
     """Optional, for ceilings only: a system that reads the ground-truth labels. The harness refuses a dataset
     without ``labels/`` before anything is embedded, calls ``index_labels`` after ``index`` and passes

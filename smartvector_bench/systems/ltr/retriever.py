@@ -45,6 +45,10 @@ class LTRParams:
     seed: int = 0
     k1: float = 1.5             # BM25 feature
     b: float = 0.75
+    # A saved model (``model_<name>.txt``, which the harness writes beside the run file) to search with instead of
+    # training: the regression gate's rerun on another CPU, where features that moved by float rounding would
+    # train other trees (a value crossing a histogram bin changes every later tree).
+    model_file: str | None = None
     POSITIVE = ("depth", "n_estimators", "learning_rate", "num_leaves", "min_child_samples")
 
 
@@ -66,6 +70,8 @@ class LTR:
         self.p = section(LTRParams, params, f"retrievers.{name}")
         if self.p.learning_rate > 1.0:
             raise BenchError(f"retrievers.{name}.learning_rate={self.p.learning_rate!r}: must be in (0, 1]")
+        if self.p.model_file is not None and not isinstance(self.p.model_file, str):
+            raise BenchError(f"retrievers.{name}.model_file={self.p.model_file!r}: must be a path or null")
         self._bm25 = BM25(name, k1=self.p.k1, b=self.p.b)
         self.model = None
         self.fit_summary: dict | None = None
@@ -114,17 +120,37 @@ class LTR:
         params = {"objective": "lambdarank", "learning_rate": self.p.learning_rate, "num_leaves": self.p.num_leaves,
                   "min_data_in_leaf": self.p.min_child_samples, "seed": self.p.seed, "num_threads": 1,
                   "deterministic": True, "force_row_wise": True, "verbosity": -1}
-        data = lightgbm.Dataset(feats[valid], label[valid], group=group[group > 0], feature_name=list(FEATURES),
-                                categorical_feature=list(CATEGORICAL), free_raw_data=True)
-        self.model = lightgbm.train(params, data, num_boost_round=self.p.n_estimators)
+        if self.p.model_file is not None:
+            self.model = self._load(lightgbm)
+        else:
+            data = lightgbm.Dataset(feats[valid], label[valid], group=group[group > 0], feature_name=list(FEATURES),
+                                    categorical_feature=list(CATEGORICAL), free_raw_data=True)
+            self.model = lightgbm.train(params, data, num_boost_round=self.p.n_estimators)
         gain = self.model.feature_importance(importance_type="gain")
         total = float(gain.sum())
         self.fit_summary = {
             "dev_queries": int(len(cand)), "pairs": int(valid.sum()), "positives": int((label[valid] > 0).sum()),
             "queries_with_a_positive_candidate": int(((label > 0) & valid).any(axis=1).sum()),
             "feature_importance_gain": {f: round(float(g) / total, 6) if total > 0 else 0.0
-                                        for f, g in zip(FEATURES, gain)}}
+                                        for f, g in zip(FEATURES, gain)},
+            **({"model_file": self.p.model_file} if self.p.model_file is not None else {})}
         return self.fit_summary
+
+    def _load(self, lightgbm):
+        """The booster of ``model_file``, checked to be a model of these features (BenchError naming the key)."""
+        where = f"retrievers.{self.name}.model_file={self.p.model_file}"
+        try:
+            model = lightgbm.Booster(model_file=self.p.model_file)
+        except Exception as exc:  # noqa: BLE001 - LightGBM raises its own error for a missing or bad file
+            raise BenchError(f"{where}: not a LightGBM model file ({' '.join(str(exc).split())[:200]})") from None
+        if model.feature_name() != list(FEATURES):
+            raise BenchError(f"{where}: a model of the features {model.feature_name()}, not {list(FEATURES)}")
+        return model
+
+    # -- SavesModel -------------------------------------------------------------------------------------------------
+    def model_text(self) -> str | None:
+        """The trained model as LightGBM's text format (``Booster.model_to_string``), None before training."""
+        return None if self.model is None else self.model.model_to_string()
 
     # -- Retriever ------------------------------------------------------------------------------------------------
     def search(self, query_vectors: np.ndarray, as_of: np.ndarray, k: int,

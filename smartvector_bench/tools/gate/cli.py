@@ -11,8 +11,8 @@ from pathlib import Path
 
 from smartvector_bench.core.provenance import result_config
 from smartvector_bench.core.results import MainMetrics, ResultError
-from smartvector_bench.tools.gate import children, rankings
-from smartvector_bench.tools.gate.committed import check_committed, host_note
+from smartvector_bench.tools.gate import children, models, rankings
+from smartvector_bench.tools.gate.committed import check_committed, host_note, this_host
 from smartvector_bench.tools.gate.common import (EXIT_BAD_INPUT, EXIT_MISS, EXPECTED, EXPERIMENTS, PROG,
                                                  RESULTS_DIR, BadInput, Row, committed_counts, committed_line,
                                                  read_result, rel, render_table)
@@ -21,7 +21,7 @@ from smartvector_bench.tools.gate.outputs import compare_outcomes, compare_resul
 from smartvector_bench.tools.gate.replay import leaves
 from smartvector_bench.tools.gate.rerun import (GATE_RERUN_EXTRA, RERUN_ENV, add_rerun_options, bench_executable,
                                                 rerun_many)
-from smartvector_bench.tools.gate.sweep_reruns import RERUN_BY_DEFAULT, SWEEPS, rerun_sweeps
+from smartvector_bench.tools.gate.sweep_reruns import RERUN_BY_DEFAULT, RUNS, SWEEPS, rerun_sweeps
 from smartvector_bench.tools.gate.tolerances import exact_host
 
 
@@ -62,9 +62,20 @@ def ran_config(metrics: dict) -> dict:
     so adding one does not make every stored sweep job a regression. A system that ran is compared whole."""
     cfg = result_config(metrics["provenance"]["config"])
     ran = set(metrics.get("systems") or {})
-    if isinstance(cfg.get("retrievers"), dict):
-        cfg["retrievers"] = {name: v for name, v in cfg["retrievers"].items() if name in ran}
+    if isinstance(cfg.get("retrievers"), dict):  # where a saved model came from is not what it is (models.py)
+        cfg["retrievers"] = {name: {k: x for k, x in v.items() if k != models.KEY} if isinstance(v, dict) else v
+                             for name, v in cfg["retrievers"].items() if name in ran}
     return cfg
+
+
+def model_overrides(folders: list[Path]) -> list[str]:
+    """``models.model_overrides`` for reruns of the run folders ``folders``, exact when this host is the one that
+    published the first of them."""
+    try:
+        prov = MainMetrics.load(folders[0] / MainMetrics.FILE).provenance if folders else None
+    except ResultError:
+        return []
+    return models.model_overrides(folders, exact_host(prov, this_host())[0])
 
 
 def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
@@ -83,7 +94,8 @@ def compare_main(label: str, committed: Path, fresh: Path) -> list[Row]:
                 "" if sha_a == sha_b else "the generator or its config changed"),
             Row(f"{label}: config", "the committed result keys", "equal" if not misses else f"{len(misses)} differ",
                 "exact", not misses, "; ".join(misses[:3])),
-            *rankings.compare_folders(label, committed, fresh, exact, host_note(exact, why))]
+            *rankings.compare_folders(label, committed, fresh, exact, host_note(exact, why)),
+            *models.compare_models(label, committed, fresh, exact, host_note(exact, why))]
 
 
 def compare_experiment(name: str, committed: Path, fresh: Path) -> list[Row]:
@@ -139,8 +151,9 @@ def run_gate(args: argparse.Namespace) -> int:
         workdir = children.workdir(args.keep, "svb-regress-")  # a temp one is removed on any exit of main
         if names:
             print(f"rerunning {', '.join(names)} in {workdir} ({args.jobs} at a time) ...", flush=True)
+        per_name = {n: (*GATE_RERUN_EXTRA.get(n, ()), *model_overrides([root / n])) for n in names}
         for n, r in rerun_many(names, workdir, jobs=args.jobs, extra=tuple(args.overrides),
-                               per_name=GATE_RERUN_EXTRA).items():
+                               per_name=per_name).items():
             timings[n] = r.wall_time_s
             print(f"  {n}: {'ok' if r.ok else 'FAILED (' + r.error + ')'} in {r.wall_time_s:.1f} s: "
                   f"{shlex.join(r.command)}", flush=True)
@@ -148,8 +161,9 @@ def run_gate(args: argparse.Namespace) -> int:
                 [Row(f"{n} (rerun)", "exit 0", r.error, "-", False, r.log_tail(8).replace("\n", " / "))]
         if sweeps:
             print(f"rerunning the sweeps {', '.join(sweeps)} reduced ...", flush=True)
+        per_preset = {p: model_overrides(sorted(f for f in (root / p / RUNS).glob("*") if f.is_dir())) for p in sweeps}
         for p, r in rerun_sweeps(sweeps, root, workdir / "sweeps", bench_executable(), RERUN_ENV,
-                                 jobs=args.jobs, extra=tuple(args.overrides)).items():
+                                 jobs=args.jobs, extra=tuple(args.overrides), per_preset=per_preset).items():
             timings[p] = r.wall_time_s
             print(f"  {p}: {'ok' if r.error is None else 'FAILED'} in {r.wall_time_s:.1f} s, {len(r.jobs)} job(s): "
                   f"{shlex.join(r.command)}", flush=True)

@@ -102,9 +102,12 @@ def rerun_sweep(preset: str, root: Path, workdir: Path, bench: list[str], env: d
 
 
 def rerun_sweeps(presets: list[str], root: Path, workdir: Path, bench: list[str], env: dict,
-                 jobs: int = 1, extra: tuple[str, ...] = ()) -> dict[str, SweepRerun]:
+                 jobs: int = 1, extra: tuple[str, ...] = (),
+                 per_preset: dict[str, list[str]] | None = None) -> dict[str, SweepRerun]:
+    """``rerun_sweep`` of each preset, ``jobs`` at a time; ``per_preset``: more overrides for one preset."""
     Path(workdir).mkdir(parents=True, exist_ok=True)
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env, extra) for p in presets}
+        futures = {p: pool.submit(rerun_sweep, p, root, workdir, bench, env,
+                                  (*(per_preset or {}).get(p, ()), *extra)) for p in presets}
     return {p: f.result() for p, f in futures.items()}
 
