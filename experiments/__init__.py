@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 RUN_FILES = ("metrics.json", "table.md", "run_*.jsonl", "run_*.trec", "qrels_*.trec")
+# Published when a run writes them: a trained system's model (ltr), which the gate searches with on another CPU.
+OPTIONAL_RUN_FILES = ("model_*.txt",)
 
 
 @dataclass(frozen=True)

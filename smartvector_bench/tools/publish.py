@@ -46,6 +46,7 @@ import sys
 import time
 from pathlib import Path
 
+from experiments import OPTIONAL_RUN_FILES
 from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.provenance import git_sha, package_versions
@@ -111,6 +112,9 @@ def collect_run_files(name: str, run_dir: Path) -> dict[str, bytes]:
             raise PublishError(f"{name}: the run produced no {pattern} in {run_dir}")
         for p in hits:
             files[p.name] = p.read_bytes()
+    if exp.kind == "main":
+        files |= {p.name: p.read_bytes() for pat in OPTIONAL_RUN_FILES for p in sorted(run_dir.glob(pat))
+                  if p.is_file()}
     try:
         result = json.loads(files[exp.result_file])
     except ValueError as exc:
@@ -176,7 +180,7 @@ def publish_experiment(name: str, r: Rerun, results_dir: Path) -> dict:
     result_file = EXPERIMENTS[name].result_file
     order = sorted(f for f in files if f != result_file) + [result_file]  # the result JSON after the others
     dest = results_dir / name
-    _replace_folder_files(dest, files, order, EXPERIMENTS[name].files)
+    _replace_folder_files(dest, files, order, (*EXPERIMENTS[name].files, *OPTIONAL_RUN_FILES))
     _write_json(dest / PROVENANCE_FILE, prov)
     return prov
 
@@ -224,7 +228,8 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
                            "--allow-incomplete")
     stored = jobs_to_store(preset, src / "tidy.csv")  # the jobs the gate reruns keep metrics.json and run files
     for d in stored:
-        keep = [src / d / MainMetrics.FILE, *sorted((src / d).glob("run_*.jsonl"))]
+        keep = [src / d / MainMetrics.FILE, *sorted((src / d).glob("run_*.jsonl")),
+                *(p for pat in OPTIONAL_RUN_FILES for p in sorted((src / d).glob(pat)))]
         if not keep[0].is_file() or len(keep) < 2:
             raise PublishError(f"sweep {preset!r}: {rel(src / d)} lacks metrics.json or run files (make regress reruns it)")
         files |= {f"{RUNS}/{d}/{p.name}": p.read_bytes() for p in keep}
