@@ -20,7 +20,7 @@ from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.rounding import SCORE_NOISE, rank_bounds, score_noise
 from smartvector_bench.core.run import Run, read_run_rows, write_run_jsonl
 from smartvector_bench.systems import build_retriever
-from smartvector_bench.systems.ltr.bounds import softmax_bounds, thresholds
+from smartvector_bench.systems.ltr.bounds import score_ranges, softmax_bounds, thresholds
 from smartvector_bench.systems.ltr.features import FEATURES
 from smartvector_bench.tools.gate.rankings import line_diff
 
@@ -239,3 +239,27 @@ def test_bounded_lines_keep_the_tie_rule_and_read_one_sided_bounds():
                                           False)
     # an exact host never reads the bounds
     assert "exact host" in line_diff(old, _l("yx", [0.0302, 0.0300], [(0.0299, 0.0302), (0.0300, 0.0302)]), True)
+
+
+def test_a_tie_at_the_zero_cut_is_bounded_both_ways(setup):
+    """cosine_gap is 0 for the best candidate and a hair below 0 for an exact duplicate whose cosine another
+    BLAS block rounded down: LightGBM's cut between them sits at -1e-35 and reads |x| <= 1e-35 as zero, so the
+    bounds must try a value clearly below the cut."""
+    import lightgbm
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, len(FEATURES)))
+    x[:, FEATURES.index("cosine_gap")] = np.where(rng.random(400) < 0.5, 0.0, -rng.random(400))
+    y = (x[:, FEATURES.index("cosine_gap")] == 0).astype(float) + rng.normal(scale=0.1, size=400)
+    model = lightgbm.train({"objective": "regression", "verbosity": -1, "num_leaves": 4, "seed": 0},
+                           lightgbm.Dataset(x, y, feature_name=list(FEATURES)), num_boost_round=3)
+    assert np.isclose(thresholds(model)[FEATURES.index("cosine_gap")], -1e-35).any()
+    row = x[:1].copy()
+    row[0, FEATURES.index("cosine")], row[0, FEATURES.index("cosine_gap")] = 0.8, 0.0
+    below = row.copy()
+    below[0, FEATURES.index("cosine_gap")] = -6e-8  # one float32 ulp under the best cosine
+    at, under = model.predict(row)[0], model.predict(below)[0]
+    assert at != under
+    for r, s in ((row, at), (below, under)):
+        lo, hi = score_ranges(model, r, np.array([s]))
+        assert lo[0] <= min(at, under) and hi[0] >= max(at, under)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from experiments.tuning import train_on_dev
 from smartvector_bench.core.dataset import load_dataset
@@ -63,7 +64,11 @@ def test_the_gate_loads_published_models_only_on_another_host(tmp_path):
         f.mkdir()
     (a / "model_ltr.txt").write_text("x")
     assert models.model_overrides([a], exact=True) == []
-    assert models.model_overrides([a], exact=False) == [f"retrievers.ltr.model_file={(a / 'model_ltr.txt').resolve()}"]
+    assert models.model_overrides([a], exact=False) == [f"retrievers.ltr.model_file='{(a / 'model_ltr.txt').resolve()}'"]
+    # a stored job's folder name holds '=' and ',': the value is quoted so that Hydra reads the path whole
+    odd = tmp_path / "dataset.metadata=created_only,dataset.seed=1" / "it's" / "model_ltr.txt"
+    override = OverridesParser.create().parse_override(f"retrievers.ltr.model_file={models.quoted(odd)}")
+    assert override.value() == str(odd)
     (b / "model_ltr.txt").write_text("y")  # two stored jobs, two models: one command line cannot give both
     assert models.model_overrides([a, b], exact=False) == []
     fresh = tmp_path / "fresh"

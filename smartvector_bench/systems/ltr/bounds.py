@@ -88,8 +88,10 @@ def score_ranges(model, feats: np.ndarray, scores: np.ndarray) -> tuple[np.ndarr
         last = np.searchsorted(t, feats[:, c] + reach[:, j], side="right")
         for m in np.flatnonzero(last > first):
             near = t[first[m]:last[m]]
-            step = 1e-9 * np.maximum(1.0, np.abs(near))  # far below any noise: just either side of the cut
-            choices.setdefault(int(m), []).append([(c, float(v)) for v in (*near, *(near + step))])
+            # just either side of each cut, far below any noise; not the cut itself: LightGBM reads |x| <= 1e-35 as
+            # zero, so a value at its zero cut (-1e-35, between negatives and 0) goes right, not left
+            step = 1e-9 * np.maximum(1.0, np.abs(near))
+            choices.setdefault(int(m), []).append([(c, float(v)) for v in (*(near - step), *(near + step))])
     rows, owner = [], []
     for m, per_feature in choices.items():
         if np.prod([len(x) for x in per_feature]) > MAX_VARIANTS:

@@ -30,7 +30,13 @@ def model_overrides(folders: list[Path], exact: bool) -> list[str]:
     for folder in folders:
         for name, path in saved_models(folder).items():
             found.setdefault(name, set()).add(path.resolve())
-    return [f"retrievers.{name}.{KEY}={next(iter(paths))}" for name, paths in sorted(found.items()) if len(paths) == 1]
+    return [f"retrievers.{name}.{KEY}={quoted(next(iter(paths)))}" for name, paths in sorted(found.items())
+            if len(paths) == 1]
+
+
+def quoted(path: Path) -> str:
+    """``path`` as a quoted Hydra override value: a stored job's folder name holds '=' and ','."""
+    return "'" + str(path).replace("'", "\\'") + "'"  # Hydra's grammar: a backslash escapes only a quote
 
 
 def compare_models(label: str, committed: Path, fresh: Path, exact: bool, how: str) -> list[Row]:
