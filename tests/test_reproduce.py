@@ -17,7 +17,7 @@ from experiments import RUNS, SWEEPS
 from smartvector_bench.tools import reproduce as R
 from smartvector_bench.tools import reproduce_report as report
 from smartvector_bench.tools.gate.files import REPORT_PAGE
-from smartvector_bench.tools.reproduce_plan import STATIC, TIMINGS_FILE, Command, Step, plan, select
+from smartvector_bench.tools.reproduce_plan import BEFORE_DIR, STATIC, TIMINGS_FILE, Command, Step, plan, select
 
 from .conftest import REPO
 
@@ -375,3 +375,13 @@ def test_render_sets_an_earlier_reproduction_beside_this_one(tmp_path, capsys, m
     assert "only a complete run can be compared" in capsys.readouterr().err
     assert R.main(["--render", "--out", str(out), "--before", str(tmp_path / "none")]) == 2
     assert "no timings file" in capsys.readouterr().err
+
+
+def test_the_docs_section_is_the_render_of_the_committed_timings():
+    """docs/operations.md's timings section comes from results/ (`reproduce --write-docs`), never by hand."""
+    results = REPO / "results"
+    text = report.render(report.load(results / TIMINGS_FILE))
+    if (results / BEFORE_DIR).is_dir():
+        text += "\n" + report.render_before(report.load(results / TIMINGS_FILE), report.load_before(results / BEFORE_DIR))
+    ops = (REPO / "docs" / "operations.md").read_text(encoding="utf-8")
+    assert ops.split(report.START, 1)[1].split(report.END, 1)[0] == f"\n{text}"

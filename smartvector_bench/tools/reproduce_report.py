@@ -178,9 +178,13 @@ def render_before(after: dict, before: list[dict]) -> str:
     new = {s["name"]: s["seconds"] for s in after["steps"]}
     shas = ", ".join(dict.fromkeys(str((d.get("git") or {}).get("sha"))[:12] for d in before))
     jobs = [(d.get("config") or {}).get("jobs") or 1 for d in before]
+    cpus = list(dict.fromkeys(str((d.get("machine") or {}).get("cpu_model")) for d in before))
+    after_cpu = str((after.get("machine") or {}).get("cpu_model"))
+    host = (f"on {', '.join(cpus)}" + ("" if cpus == [after_cpu] else
+                                       f"; the after run was on {after_cpu}: the two differ by host as well"))
     lines = [f"Before (git {shas}: {len(before)} run(s) of `make reproduce-all-nobench STEPS=...`, "
              f"{'one step at a time' if max(jobs) == 1 else f'up to {max(jobs)} steps at a time'}, started "
-             f"{', '.join(str(d.get('started_at')) for d in before)}) and after (the table above):", "",
+             f"{', '.join(str(d.get('started_at')) for d in before)}, {host}) and after (the table above):", "",
              "| step | before | after |", "|---|---:|---:|"]
     for name in [*new, *(n for n in old if n not in new)]:
         lines.append(f"| {name} | {duration(old.get(name))} | {duration(new.get(name))} |")
