@@ -22,6 +22,7 @@ METRICS = ("top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5"
 WINDOWED = ("valid_cosine", "bm25_valid", "metadata_filter", "oracle")
 POWER_KEYS = {"split", "reference_system", "alpha", "power", "n_queries", "n_families", "icc", "mean_family_size",
               "design_effect", "n_effective", "reference_top1", "mde_top1", "mde_top1_at_50"}
+BOUNDED = {"hybrid_valid", "ltr"}  # systems whose scores jump: Run.bounds (run schema 1.2)
 RUN_ROW_KEYS = {"query_id", "split", "category", "family", "text", "as_of", "ranked", "scores", "confidence", "correct",
                 "stale", "rumor", "labels"}
 FOUR_SIGNAL = ("smartvector", "smartvector_soft", "smartvector_tuned", "kg_smartvector")  # their run files add per-hit "signals"
@@ -120,7 +121,8 @@ def _check_run_files(out: Path, dataset_dir: Path, metrics: dict) -> None:
         leak = {"dev": [0, 0], "test": [0, 0]}
         assert meta["run_schema_version"] == "1.2"
         for r in rows:
-            assert set(r) == RUN_ROW_KEYS | ({"signals"} if name in FOUR_SIGNAL else set()), name
+            assert set(r) == RUN_ROW_KEYS | ({"signals"} if name in FOUR_SIGNAL else set()) \
+                | ({"bounds", "confidence_bounds"} if name in BOUNDED else set()), name
             q = queries[r["query_id"]]
             assert (r["split"], r["category"]) == (q["split"], q["category"])
             assert (r["text"], r["as_of"]) == (q["text"], q["as_of_text"])

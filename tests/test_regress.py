@@ -113,7 +113,8 @@ def test_publish_reruns_through_the_cli_and_writes_provenance(tmp_path, capsys):
     systems = list(compose_config()["retrievers"])
     assert files == sorted(["PROVENANCE.json", "metrics.json", "table.md", "qrels_dev.trec", "qrels_test.trec",
                             "queries.jsonl", "signals.jsonl"]  # signals: the four-signal systems' run files have them
-                           + [f"run_{s}.{ext}" for s in systems for ext in ("jsonl", "trec")])
+                           + [f"run_{s}.{ext}" for s in systems for ext in ("jsonl", "trec")]
+                           + [f"model_{s}.txt" for s in systems if s == "ltr"])  # a trained model (SavesModel)
     prov = json.loads((dest / "main" / "PROVENANCE.json").read_text())
     metrics = json.loads((dest / "main" / "metrics.json").read_text())
     assert prov["command"][:2] == ["smartvector-bench", "experiment=main"] and "embedder=hashing" in prov["command"]

@@ -1,34 +1,33 @@
-"""``python -m smartvector_bench.tools.publish`` (``make results``): rerun the default experiments through the real CLI
-and publish their outputs, with provenance, under ``results/<name>/``; publish finished sweep presets too.
+"""``python -m smartvector_bench.tools.publish`` (``make results``): rerun the default experiments through the real
+CLI and publish their outputs, with provenance, under ``results/<name>/``; publish finished sweep presets too.
 
     python -m smartvector_bench.tools.publish                          # every experiment + the sweeps found
     python -m smartvector_bench.tools.publish --only main,reembed_cost # these experiments only (no sweeps)
-    python -m smartvector_bench.tools.publish --only none --sweeps seeds,contradiction_sweep
 
 Each experiment runs as ``smartvector-bench experiment=<name> hydra.run.dir=<fixed temp folder>
-embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the command and environment ``make
-regress`` reruns: ``rerun_command`` and ``RERUN_ENV`` in ``tools/gate/rerun.py``), two at a time on two or more
-cores (``--jobs``). Only after the run exits 0 and its result JSON parses are the files its kind declares
+embedder.cache_path=null print_table=false`` with ``OMP_NUM_THREADS=1`` (the command and environment ``make regress``
+reruns: ``rerun_command`` and ``RERUN_ENV`` in ``tools/gate/rerun.py``), two at a time on two or more cores
+(``--jobs``). Only after the run exits 0 and its result JSON parses are the files its kind declares
 (``experiments/__init__.py``) copied into ``results/<name>/``; a main-kind run also gets ``queries.jsonl`` and
 ``signals.jsonl``, the report's drill-down inputs (``tools/report/``). Every file is written atomically, the result
-JSON after the others and ``PROVENANCE.json`` last (schema version, git sha and dirty flag, package versions,
-machine and its fingerprint, the command, config and dataset sha256, the sha256 of every published file). Files of
-an earlier publication that the new run did not produce are deleted. A failed rerun publishes nothing for that
-experiment, leaves its previous publication untouched and makes the exit code 1.
+JSON after the others and ``PROVENANCE.json`` last (schema version, git sha and dirty flag, package versions, machine
+and its fingerprint, the command, config and dataset sha256, the sha256 of every published file). Files of an earlier
+publication that the new run did not produce are deleted. A failed rerun publishes nothing for that experiment,
+leaves its previous publication untouched and makes the exit code 1.
 
 Sweeps are not run here: a preset's folder made by ``smartvector-bench -m experiment=<preset>`` and collected by
 ``smartvector-collect`` is published from ``multirun/<preset>/`` (``tidy.csv``, ``tidy.provenance.json``,
 ``summary.json``, ``queries.csv``, and the metrics.json and run files of the jobs ``make regress`` reruns, under
-``runs/<job_dir>/``) into ``results/<preset>/`` when every planned job completed (``--allow-incomplete`` to publish
-a partial sweep). ``--sweeps auto`` (the default without ``--only``) publishes every preset folder found and
-skips, with a warning, those still incomplete; a preset named explicitly that is missing or incomplete is an
-error (exit 1). ``--sweeps none``: none.
+``runs/<job_dir>/``) into ``results/<preset>/`` when every planned job completed (``--allow-incomplete`` to publish a
+partial sweep). ``--sweeps auto`` (the default without ``--only``) publishes every preset folder found and skips,
+with a warning, those still incomplete; a preset named explicitly that is missing or incomplete is an error (exit 1).
+``--sweeps none``: none.
 
-``--store-queries main,main_large,handbook`` reruns nothing: it writes ``queries.jsonl`` into each already
-published run folder from its dataset regenerated from the recorded config (refused unless the sha256 is the
-recorded one) and adds it to that folder's ``PROVENANCE.json``. ``--store-signals main`` likewise writes
-``signals.jsonl`` (the four-signal systems' per-hit signals of the stored hits, recomputed with the recorded
-embedder and refused unless they fuse to every stored score; ``tools/report/stored_signals.py``).
+``--store-queries main,main_large,handbook`` reruns nothing: it writes ``queries.jsonl`` into each already published
+run folder from its dataset regenerated from the recorded config (refused unless the sha256 is the recorded one) and
+adds it to that folder's ``PROVENANCE.json``. ``--store-signals main`` likewise writes ``signals.jsonl`` (the
+four-signal systems' per-hit signals of the stored hits, recomputed with the recorded embedder and refused unless
+they fuse to every stored score; ``tools/report/stored_signals.py``).
 """
 
 from __future__ import annotations
@@ -62,6 +61,7 @@ PUBLISH_SCHEMA = "1.0"
 MULTIRUN_DIR = REPO / "multirun"
 SWEEP_REQUIRED = ("tidy.csv", "tidy.provenance.json")
 SWEEP_OPTIONAL = ("summary.json", "queries.csv")
+_write, _write_json = atomic_write_bytes, atomic_write_json
 PROVENANCE_FILE = "PROVENANCE.json"
 
 
@@ -83,10 +83,6 @@ def _now() -> str:
 
 def _matches(fname: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatch(fname, p) for p in patterns)
-
-
-_write = atomic_write_bytes
-_write_json = atomic_write_json
 
 
 def _replace_folder_files(dest: Path, files: dict[str, bytes], order: list[str], patterns: tuple[str, ...]) -> None:
@@ -112,9 +108,7 @@ def collect_run_files(name: str, run_dir: Path) -> dict[str, bytes]:
             raise PublishError(f"{name}: the run produced no {pattern} in {run_dir}")
         for p in hits:
             files[p.name] = p.read_bytes()
-    if exp.kind == "main":
-        files |= {p.name: p.read_bytes() for pat in OPTIONAL_RUN_FILES for p in sorted(run_dir.glob(pat))
-                  if p.is_file()}
+    files |= {p.name: p.read_bytes() for pat in OPTIONAL_RUN_FILES for p in sorted(run_dir.glob(pat))}  # a model
     try:
         result = json.loads(files[exp.result_file])
     except ValueError as exc:
@@ -228,8 +222,8 @@ def publish_sweep(preset: str, multirun_dir: Path, results_dir: Path, allow_inco
                            "--allow-incomplete")
     stored = jobs_to_store(preset, src / "tidy.csv")  # the jobs the gate reruns keep metrics.json and run files
     for d in stored:
-        keep = [src / d / MainMetrics.FILE, *sorted((src / d).glob("run_*.jsonl")),
-                *(p for pat in OPTIONAL_RUN_FILES for p in sorted((src / d).glob(pat)))]
+        keep = [src / d / MainMetrics.FILE, *(p for g in ("run_*.jsonl", *OPTIONAL_RUN_FILES)
+                                               for p in sorted((src / d).glob(g)))]
         if not keep[0].is_file() or len(keep) < 2:
             raise PublishError(f"sweep {preset!r}: {rel(src / d)} lacks metrics.json or run files (make regress reruns it)")
         files |= {f"{RUNS}/{d}/{p.name}": p.read_bytes() for p in keep}
