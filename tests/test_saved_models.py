@@ -9,23 +9,13 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from experiments.tuning import train_on_dev
-from smartvector_bench.core.dataset import load_dataset
-from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import SavesModel
 from smartvector_bench.tools.gate import models
 from smartvector_bench.tools.gate.cli import ran_config
 
-from .conftest import TINY, compose_config, write_tiny
-
-
-@pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    ds = load_dataset(write_tiny(tmp_path_factory.mktemp("models") / "ds"))
-    cfg = compose_config(TINY + ["embedder=hashing"])
-    emb = build_embedder(dict(cfg["embedder"]))
-    return ds, cfg, emb.encode(ds.corpus.texts), emb.encode(ds.queries.texts), float(ds.queries.query_time.min())
+from .test_rounding_bounds import setup  # noqa: F401 - the same tiny dataset and hashing vectors
 
 
 def _ltr(setup, **over):
