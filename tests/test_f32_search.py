@@ -120,18 +120,16 @@ def test_k_above_the_live_vectors_pads():
 
 
 def test_ragged_blocks_chunks_and_query_blocks(monkeypatch):
-    monkeypatch.setattr(fk, "WIDTH", 700)
-    monkeypatch.setattr(fk, "Q_BLOCK", 64)
     monkeypatch.setattr(fk, "CHUNK", 96)
-    monkeypatch.setattr(fk, "TILE_ROWS", 48)  # the tiled scan (150 rows) crosses row and vector tiles
+    monkeypatch.setattr(fk, "TILE_ROWS", 48)  # 150 rows cross row and vector tiles
     monkeypatch.setattr(fk, "TILE_WIDTH", 700)
-    monkeypatch.setattr(fk, "TILED_FROM", 8)
+    monkeypatch.setattr(fk, "MAX_WIDTH", 2800)
     monkeypatch.setattr(fk, "PARALLEL_FROM", 0)  # the parallel column build too
     stored, qv, as_of, c, _ = near_queries(3, 3000, 150)
     ranked, want, rest, _ = check(Scorer(), stored, qv, as_of, c, 5)
     assert len(rest) == 0 and (want[:, 0] >= 0).all()
-    assert fk.SERIAL_BELOW > 3
-    check(Scorer(), stored, qv[:3], as_of[:3], c, 5)  # a block of few queries: the serial pass
+    assert fk.tile_shape(3, 3000) == (3, 2800)
+    check(Scorer(), stored, qv[:3], as_of[:3], c, 5)  # a few queries: wider tiles, the last ragged
 
 
 def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch):
@@ -146,67 +144,57 @@ def test_widens_on_more_ties_than_kept_and_gives_back_past_the_limit(monkeypatch
 
 
 def test_top_k_across_blocks_at_the_kernels_sizes(monkeypatch):
-    """``Q_BLOCK`` queries and a few more (the tiled scan: a ragged row tile), vectors over two full ``WIDTH``
-    blocks and a last one narrower than a ``CHUNK`` (a ragged vector tile), every vector repeated half the corpus
-    later (exact ties across blocks); then a batch too thin for the tiled scan (wide blocks, the parallel scan
-    and, for its last few rows, the serial one)."""
-    n, q = 2 * (fk.WIDTH + fk.CHUNK // 3), fk.Q_BLOCK + fk.SERIAL_BELOW // 2
+    """Two ``TILE_ROWS`` of queries and a few more (a ragged row tile), vectors over eight ``TILE_WIDTH``s twice
+    and a last tile narrower than a ``CHUNK`` (a ragged vector tile), every vector repeated half the corpus later
+    (exact ties across tiles, and across the workers' shares, merged); then a few queries (wider tiles)."""
+    n, q = 2 * (8 * fk.TILE_WIDTH + fk.CHUNK // 3), 2 * fk.TILE_ROWS + fk.SERIAL_BELOW // 2
     stored, qv, as_of, c, _ = repeated_across_blocks(8, n, q)
     spy = BlockSpy(monkeypatch, fk, "scan_block", "scan_block_serial")
     ranked, want, rest, ties = check(Scorer(), stored, qv, as_of, c, 9)  # odd: a tied pair across the cut
     spy.assert_crosses(n)
-    assert {b[0] for b in spy.blocks} == {"scan_block"}  # on one thread per share
+    assert {b[0] for b in spy.blocks} == {"scan_block"}  # on one thread per worker
     assert max(b[1] for b in spy.blocks) == fk.TILE_ROWS and max(b[3] for b in spy.blocks) == fk.TILE_WIDTH
+    assert sorted({b[2] for b in spy.blocks}) == list(range(0, n, fk.TILE_WIDTH))  # the grid, whatever the threads
     assert len(rest) == 0 and ties > 0 and (want[:, 0] >= 0).mean() > 0.9
     spy.blocks.clear()
-    monkeypatch.setattr(fk, "Q_BLOCK", fk.SERIAL_BELOW * 2)
-    thin = fk.SERIAL_BELOW * 2 + fk.SERIAL_BELOW // 2  # < TILED_FROM per thread
-    _, want, rest, ties = check(Scorer(), stored, qv[:thin], as_of[:thin], c, 9)
-    spy.assert_crosses(n)
-    assert {b[0] for b in spy.blocks} == {"scan_block", "scan_block_serial"}
+    few = fk.SERIAL_BELOW * 2 + fk.SERIAL_BELOW // 2
+    _, want, rest, ties = check(Scorer(), stored, qv[:few], as_of[:few], c, 9)
+    width = fk.tile_shape(few, n)[1]
+    assert fk.TILE_WIDTH < width <= fk.MAX_WIDTH
+    assert {b[1] for b in spy.blocks} == {few} and max(b[3] for b in spy.blocks) == width
+    assert sorted({b[2] for b in spy.blocks}) == list(range(0, n, width))
     assert len(rest) == 0 and ties > 0
 
 
-def _sgemm_rows_depend_on_the_call() -> bool:
-    """Whether this host's single-threaded float32 BLAS gives a row other bits in a product of fewer rows (the
-    AMD EPYC of 2026-12-06 does, at every row count tried; Intel's MKL did not). Then a split of the rows into
-    other shares cannot be bit-identical, whatever the kernel does."""
+@pytest.mark.parametrize("n, q", [(3 * fk.TILE_WIDTH + 77, 261), (2 * fk.MAX_WIDTH + 77, 5)])
+def test_scan_does_not_depend_on_the_thread_count(n, q):
+    """numba on one thread or two, BLAS on two or one: the same run, bit for bit (every cosine from a tile of the
+    same shape, the workers' best keys merged), on a host whose sgemm gives a row other bits in a product of
+    another row count too; the caller's thread count is left as it was. 261 queries: four tiles over two
+    workers; 5 queries: wide tiles."""
     from threadpoolctl import threadpool_limits
 
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((512, 384)).astype(np.float32), rng.standard_normal((384, 1024)).astype(np.float32)
-    with threadpool_limits(1):
-        full = a @ b
-        return any(not np.array_equal(a[:m] @ b, full[:m]) for m in (130, 256, 261))
-
-
-def test_tiled_scan_does_not_depend_on_the_thread_count():
-    """One worker or two (the rows split into shares): the same heaps, bit for bit, hence the same run; and the
-    caller's thread count is left as it was."""
-    if _sgemm_rows_depend_on_the_call():
-        pytest.skip("this host's sgemm rows depend on the product's row count: two shares cannot give one "
-                    "share's bits (docs/operations.md, 'Thread count')")
-    n, q = 3 * fk.TILE_WIDTH + 77, 2 * fk.TILED_FROM * 2 + 5
     stored, qv, as_of, c, _ = repeated_across_blocks(11, n, q, dyadic=False)
     before = numba.get_num_threads()
     runs = []
     try:
         for threads in sorted({1, min(2, numba.config.NUMBA_NUM_THREADS)}):
             numba.set_num_threads(threads)
-            runs.append(fk.exhaustive_top_k_f32(Scorer(), c, stored, qv, as_of, 10))
+            with threadpool_limits(3 - threads, user_api="blas"):
+                runs.append(fk.exhaustive_top_k_f32(Scorer(), c, stored, qv, as_of, 10))
             assert numba.get_num_threads() == threads
     finally:
         numba.set_num_threads(before)
     if len(runs) < 2:
         pytest.skip("one core: no second thread count to compare")
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(*runs))
-    assert (runs[0][0][:, 0] >= 0).mean() > 0.9
+    assert (runs[0][0][:, 0] >= 0).mean() > 0.5
 
 
 def test_random_vectors_are_within_the_certificate(monkeypatch):
     """Gaussian vectors at the same shapes: the run is the exact one (the spec on float64 cosines) up to the
     cosine's float32 rounding, whatever this host's BLAS does with the blocks."""
-    n, q = 2 * (fk.WIDTH + fk.CHUNK // 3), fk.Q_BLOCK + fk.SERIAL_BELOW // 2
+    n, q = 2 * (8 * fk.TILE_WIDTH + fk.CHUNK // 3), 2 * fk.TILE_ROWS + fk.SERIAL_BELOW // 2
     stored, qv, as_of, c, _ = repeated_across_blocks(10, n, q, dyadic=False)
     spy = BlockSpy(monkeypatch, fk, "scan_block", "scan_block_serial")
     sv = Scorer()

@@ -45,7 +45,9 @@ def git_sha() -> dict:
             return None
 
     sha = run("rev-parse", "HEAD")
-    dirty = run("status", "--porcelain", "--untracked-files=no")
+    # dirty: the code or configs differ from the commit; results/, figures and docs written by an earlier step
+    # of the same reproduction do not make a later result's code uncommitted
+    dirty = run("status", "--porcelain", "--untracked-files=no", "--", *CODE_PACKAGES, "conf", "pyproject.toml")
     return {"sha": sha, "dirty": None if dirty is None else bool(dirty)}
 
 

@@ -6,9 +6,10 @@ dormancy are selects), and a threshold selection keeps the ``L = k + m`` best fl
 query in a small heap (a chunk of a row is only scanned for pushes when one of its keys beats the heap's
 root, a test folded into the scoring loop as an OR). The kept candidates are then re-scored in float64 by
 ``scoring.fused`` (bit-identical to ``SmartVector.score``, the specification) from the same float32 cosines,
-and ranked by the harness's tie rule (equal keys: lower corpus index first). A batch is split into one share of
-query rows per thread, each running its own single-threaded products and scans over cache-sized tiles (``scan``),
-so the cosines are read back from the core's cache, not from memory, and no core changes thread pool per block.
+and ranked by the harness's tie rule (equal keys: lower corpus index first). The tiles of a batch lie on a grid fixed
+by the batch's shape (``tiles``), cut into one run per thread, each running its own single-threaded products and
+scans (``scan``): the cosines are read back from the core's cache, not from memory, no core changes thread pool
+per tile, and no cosine depends on the thread count.
 
 Separable time factors: 2^(-max(t - c, 0) / H) = min(1, 2^((t0 - t) / H) * 2^((c - t0) / H)), one factor per
 query and one per vector, from a per-group origin t0 (the group's latest as_of) so neither overflows float32:
@@ -43,15 +44,11 @@ U32 = 2.0 ** -24  # float32 unit roundoff
 CLIP = 100.0  # per-vector time exponents are clipped to [-CLIP, 1]
 SPAN = 70.0  # a query group spans at most SPAN half-lives of as_of: 2^(SPAN - CLIP) is below 1e-9
 MARGIN = 1.25  # the bound's first-order terms times this covers the second-order ones and float64's rounding
-# A block is Q_BLOCK x WIDTH float32 cosines (32 MB): large, because every block hands the cores from BLAS's
-# threads to numba's and back, and each hand-off wakes threads
-WIDTH = 8192  # vectors per block
-Q_BLOCK = 1024  # queries per BLAS product
 CHUNK = 256  # keys per selection test (a chunk is scanned only if one of its keys beats the heap's root)
 EXTRA = 16  # default m: L = k + m float32 candidates kept per query
 MAX_KEPT = 4096  # widening stops here; the caller scores the rest with its float64 path
 TILE_ROWS, TILE_WIDTH = 512, 1024  # a worker's tile of cosines (2 MB): it stays in the core's L2 cache
-TILED_FROM = 64  # query rows per thread from which the tiled scan is used
+MAX_WIDTH = 16 * TILE_WIDTH  # the widest tile (few query rows): a batch of a few queries still spreads over threads
 
 
 def rounding_bound(weights, expired: float, cmin: float, base_max: float, fb_max: float, access_max: float,
@@ -229,81 +226,102 @@ class Prepared:
         return (*self.f, *self.t.values())
 
 
-# the same pass without a parallel region, for a block of a few queries (latency calls): waking threads for
-# one row costs more than the row
-# (nogil: the tiled scan runs it in worker threads, one per core)
+# the same pass without a parallel region (nogil): the scan of a few rows where numba's threading layer cannot
+# take parallel regions from worker threads (workqueue), so the tiles are scanned in the calling thread
 scan_block_serial = variant(scan_block, "scan_block_serial", cache=True, fastmath={"contract", "nsz", "arcp"})
-SERIAL_BELOW = 8  # query rows per block below which the serial pass is used
+SERIAL_BELOW = 8  # query rows per tile below which the calling thread's scan is the serial pass
 
 
-def cosine_blocks(stored: np.ndarray, qf: np.ndarray):
-    """(query slice, first vector, float32 cosine block) over ``Q_BLOCK`` x ``WIDTH`` blocks, one BLAS product
-    each (full-size blocks of many queries reuse one buffer: no page faults per block; a block is valid until
-    the next)."""
-    nq, n = len(qf), len(stored)
-    q_block = min(nq, Q_BLOCK)
-    # fewer queries, wider blocks: each hand-off between BLAS's threads and numba's costs a wake-up
-    width = min(n, max(WIDTH, Q_BLOCK * WIDTH // max(q_block, 1)))
-    out = np.empty((q_block, width), dtype=np.float32)
-    for q0 in range(0, nq, q_block):
-        qs = slice(q0, min(nq, q0 + q_block))
-        for j0 in range(0, n, width):
-            blk = stored[j0:j0 + width]
-            # a few rows into a given buffer take OpenBLAS's threaded gemm (a thread wake-up per call), not gemv
-            full = qs.stop - qs.start == q_block >= SERIAL_BELOW and len(blk) == width
-            yield qs, j0, np.matmul(qf[qs], blk.T, out=out) if full else qf[qs] @ blk.T
+def tile_shape(nq: int, n: int) -> tuple[int, int]:
+    """(rows, width) of the tiles for ``nq`` rows and ``n`` vectors: wider for fewer rows, to ``MAX_WIDTH``."""
+    rows = max(1, min(nq, TILE_ROWS))
+    width = TILE_WIDTH * min(MAX_WIDTH // TILE_WIDTH, max(1, TILE_ROWS // rows))
+    return rows, max(1, min(n, width))
 
 
-def _tiles(stored, qf, t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc, rows: slice) -> None:
-    """One worker's share: query rows ``rows``, every vector, by tiles of at most ``TILE_ROWS`` x ``TILE_WIDTH``
-    cosines: one single-threaded BLAS product into a buffer that stays in the core's cache, then the serial
-    scan of that tile, before the next product overwrites it (vectors outer: each is read once per worker)."""
-    n = len(stored)
-    buf = np.empty(min(TILE_ROWS, rows.stop - rows.start) * min(TILE_WIDTH, n), dtype=np.float32)
-    for j0 in range(0, n, TILE_WIDTH):
-        blk = stored[j0:j0 + TILE_WIDTH].T
-        cols = [v[j0:j0 + blk.shape[1]] for v in vec]
-        for r0 in range(rows.start, rows.stop, TILE_ROWS):
-            r = slice(r0, min(rows.stop, r0 + TILE_ROWS))
-            shape = (r.stop - r.start, blk.shape[1])  # a contiguous view even for a ragged tile (BLAS's out)
-            cos = np.matmul(qf[r], blk, out=buf[:shape[0] * shape[1]].reshape(shape))
-            scan_block(cos, j0, t[r], a_t[r], a_c[r], *cols, wts, consts, flags, hk[r], hi[r], hc[r])
+def tiles(nq: int, n: int) -> list[tuple[slice, slice]]:
+    """The (query rows, vectors) tiles, vectors outer, fixed by ``nq`` and ``n`` alone (some hosts' sgemm gives a
+    row other bits in a product of another shape: every cosine's product has one shape whatever the threads)."""
+    rows, width = tile_shape(nq, n)
+    return [(slice(r0, min(nq, r0 + rows)), slice(j0, min(n, j0 + width)))
+            for j0 in range(0, n, width) for r0 in range(0, nq, rows)]
+
+
+def shares(grid: list, workers: int) -> list[list]:
+    """The grid cut into at most ``workers`` contiguous runs of tiles of about equal cosine counts."""
+    done = np.cumsum([(r.stop - r.start) * (v.stop - v.start) for r, v in grid])
+    cuts = np.searchsorted(done, done[-1] * np.arange(1, workers) / workers, side="right") if grid else []
+    cuts = [0, *(int(c) for c in cuts), len(grid)]
+    return [grid[a:b] for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+def products(stored: np.ndarray, qf: np.ndarray, share: list, scan=None, args=()) -> None:
+    """One worker's tiles: a single-threaded BLAS product of each into a buffer that stays in the core's cache,
+    then (if ``scan``) ``scan(cos, j0, *per-row and per-vector slices of args)`` before the next product
+    overwrites it. ``args``: (as_of, a_t, a_c, vector columns, wts, consts, flags, hk, hi, hc)."""
+    rows, width = max(r.stop - r.start for r, _ in share), max(v.stop - v.start for _, v in share)
+    buf = np.empty(rows * width, dtype=np.float32)
+    for r, v in share:
+        shape = (r.stop - r.start, v.stop - v.start)  # a contiguous view even for a ragged tile (BLAS's out)
+        cos = np.matmul(qf[r], stored[v].T, out=buf[:shape[0] * shape[1]].reshape(shape))
+        if scan is not None:
+            t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc = args
+            scan(cos, v.start, t[r], a_t[r], a_c[r], *(c[v] for c in vec), wts, consts, flags, hk[r], hi[r], hc[r])
+
+
+def merge(heaps: list[tuple], kept: int):
+    """The ``kept`` best (key, index, cosine) per row of workers' heaps over disjoint vectors: the same keys as one
+    heap over them all (not always the same one of equal keys at the floor: ``rescore`` does not rely on it)."""
+    if len(heaps) == 1:
+        return heaps[0]
+    hk, hi, hc = (np.concatenate(part, axis=1) for part in zip(*heaps))
+    top = np.argpartition(hk, hk.shape[1] - kept, axis=1)[:, -kept:]
+    return tuple(np.take_along_axis(a, top, axis=1) for a in (hk, hi, hc))
 
 
 def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarray, wts: np.ndarray,
          consts: np.ndarray, flags: np.ndarray, kept: int):
-    """The float32 pass for query rows ``rows`` of the group: (key, index, cosine) heaps, each (len(rows), kept).
-
-    Many rows: the rows are split into one contiguous share per thread (numba's thread count), each worker
-    running products and scans of cache-sized tiles with BLAS held to one thread, so no block of cosines goes
-    out to memory and back, and no core is handed between BLAS's thread pool and numba's. Each query's heap
-    sees the vectors in ascending order whatever the split, so the result does not depend on the thread
-    count. Fewer rows than ``TILED_FROM`` per thread (a share too thin to keep a core busy): wide blocks, one
-    BLAS product each on every thread, then the parallel (or, for a few rows, serial) scan of the block."""
+    """The float32 pass for query rows ``rows`` of the group: the best ``kept`` (key, index, cosine) per row.
+    The grid of ``tiles`` is cut into one run per numba thread; each worker, BLAS on one thread, scans each tile's
+    product while it is in cache into heaps of its own, then the heaps are merged. Neither the cosines nor the
+    kept keys depend on the thread count, so neither does the run (certified by ``rescore``)."""
     nq = len(rows)
-    hk = np.full((nq, kept), -np.inf, dtype=np.float32)
-    hi = np.full((nq, kept), -1, dtype=np.int64)
-    hc = np.zeros((nq, kept), dtype=np.float32)
     t, a_t, a_c = prep.as_of[rows], prep.a_t[rows], prep.a_c[rows]
     vec = prep.vector_args()
     qf = np.ascontiguousarray(queries[rows], dtype=np.float32)
-    workers = get_num_threads()
-    if nq < workers * TILED_FROM or not thread_safe():
-        for qs, j0, cos in cosine_blocks(stored, qf):
-            cols = (v[j0:j0 + cos.shape[1]] for v in vec)
-            kernel = scan_block if len(cos) >= SERIAL_BELOW else scan_block_serial
-            kernel(cos, j0, t[qs], a_t[qs], a_c[qs], *cols, wts, consts, flags, hk[qs], hi[qs], hc[qs])
-        return hk, hi, hc
-    cuts = np.linspace(0, nq, workers + 1).astype(int)
-    shares = [slice(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
-    args = (stored, qf, t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc)
+
+    def heaps():
+        return (np.full((nq, kept), -np.inf, dtype=np.float32), np.full((nq, kept), -1, dtype=np.int64),
+                np.zeros((nq, kept), dtype=np.float32))
+
+    grid = tiles(nq, len(stored))
     with blas_threads(1):
-        if workers == 1:
-            one_thread(_tiles, *args, shares[0])
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                list(pool.map(lambda share: one_thread(_tiles, *args, share), shares))
-    return hk, hi, hc
+        if not thread_safe():  # one caller thread: the tiles in order, each scanned on numba's threads
+            h = heaps()
+            kernel = scan_block if tile_shape(nq, len(stored))[0] >= SERIAL_BELOW else scan_block_serial
+            products(stored, qf, grid, kernel, (t, a_t, a_c, vec, wts, consts, flags, *h))
+            return h
+        parts = shares(grid, get_num_threads())
+        out = [heaps() for _ in parts]
+        _workers([(stored, qf, part, scan_block, (t, a_t, a_c, vec, wts, consts, flags, *h))
+                  for part, h in zip(parts, out)])
+    return merge(out, kept)
+
+
+def _workers(jobs: list[tuple]) -> None:
+    """``products(*job)`` per job, one thread each (the caller's for one), numba on one thread in each."""
+    if len(jobs) == 1:
+        one_thread(products, *jobs[0])
+        return
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        list(pool.map(lambda job: one_thread(products, *job), jobs))
+
+
+def tile_products(stored: np.ndarray, queries: np.ndarray) -> None:
+    """The BLAS products of ``scan``'s tiles alone, on its threads (where its time goes: ``tools/perf``)."""
+    qf = np.ascontiguousarray(queries, dtype=np.float32)
+    with blas_threads(1):
+        _workers([(stored, qf, part) for part in shares(tiles(len(qf), len(stored)), get_num_threads())])
 
 
 def rescore(sv, cols: Columns, hk, hi, hc, as_of: np.ndarray, k: int, e_key: float, need_conf: bool):

@@ -27,7 +27,7 @@ import numpy as np
 
 from smartvector_bench.core.index import FlatIndex, HNSWIndex
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.systems.smartvector.f32_kernel import cosine_blocks, exhaustive_top_k_f32
+from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f32, tile_products
 from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.systems.smartvector.scoring import columns
 from smartvector_bench.tools.scale import ScaleData
@@ -170,7 +170,7 @@ def _f32_profile(sv: SmartVector, qv: np.ndarray, as_of: np.ndarray, reps: int, 
     re-score), plus the scans run (more than one per as_of group: widened queries)."""
     stored = sv._index.stored()
     qf = np.ascontiguousarray(qv, dtype=np.float32)
-    blas = repeat(lambda: [None for _ in cosine_blocks(stored, qf)], reps)
+    blas = repeat(lambda: tile_products(stored, qf), reps)
     steps: list[dict] = []
     for _ in range(reps):
         steps.append({})
