@@ -180,3 +180,16 @@ def test_no_module_is_long_without_saying_why():
 @pytest.mark.parametrize("module", ["smartvector_bench.core", "smartvector_bench.systems", "smartvector_bench.tools"])
 def test_each_package_says_what_it_is(module):
     assert ast.get_docstring(ast.parse(MODULES[module].read_text()))
+
+
+def _private_hydra(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    names += [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and not n.level]
+    return [f"{path.relative_to(REPO)}: {name}" for name in names if name.split(".")[:2] == ["hydra", "_internal"]]
+
+
+def test_hydra_is_read_through_its_public_api():
+    """No module imports ``hydra._internal`` (tests may, to check a rebuilt helper against Hydra's own)."""
+    assert _private_hydra(REPO / "tests" / "test_hydra_public.py")  # the check sees such an import
+    assert [hit for path in MODULES.values() for hit in _private_hydra(path)] == []

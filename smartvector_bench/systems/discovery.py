@@ -10,7 +10,7 @@ order (:data:`TABLE_ORDER`), any other one after them, sorted by name. A user's 
   perf and notebooks composes every in-tree system).
 * The CLI (smartvector_bench/tools/cli.py) re-registers it before Hydra starts, from the search path the command
   line gives: conf/ (or ``--config-path``), any ``--config-dir DIR`` and ``hydra.searchpath=[file://DIR,
-  pkg://...]`` overrides (Hydra's own config loader, ``get_group_options``). That is how a retriever from an
+  pkg://...]`` overrides (the config loader of Hydra's public ``initialize_config_dir``, ``get_group_options``). That is how a retriever from an
   outside package plugs in: one yaml in ``DIR/retriever/``.
 
 Nothing is added to the command line: job folder names (``hydra.job.override_dirname``), the recorded
@@ -21,7 +21,9 @@ the ConfigStore among them, to their workers).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import importlib.util
 import io
 import os
 from collections.abc import Iterable
@@ -61,28 +63,64 @@ def on_search_path(config_path: str | None = CONF_DIR, config_name: str | None =
                    overrides: Iterable[str] = (), config_dir: str | None = None,
                    calling_module: str = "smartvector_bench.tools.cli") -> list[str]:
     """Every retriever config Hydra would find for this command line (the primary config's folder, ``--config-dir``
-    and ``hydra.searchpath``), in table order. Raises what Hydra raises for a bad search path or override."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_automatic_config_search_path
-    from hydra.core.config_search_path import SearchPathQuery
+    and ``hydra.searchpath``), in table order. A relative ``config_path`` is relative to ``calling_module``'s
+    folder, as for ``@hydra.main``. Raises what Hydra raises for a bad search path or override."""
+    path = Path(config_path or CONF_DIR)
+    if not path.is_absolute():
+        path = Path(importlib.util.find_spec(calling_module).origin).parent / path
+    found = set(_group_options(path, config_name, list(overrides)))
+    if config_dir is not None:  # one more folder on the search path: its options join the others
+        found |= set(_group_options(Path(config_dir), None, []))
+    return ordered(found)
 
-    search_path = create_automatic_config_search_path(None, calling_module, config_path)
-    if config_dir is not None:  # as hydra._internal.utils.run_hydra adds it
-        search_path.prepend(provider="command-line", path=f"file://{os.path.abspath(config_dir)}",
-                            anchor=SearchPathQuery(provider="schema"))
-    loader = ConfigLoaderImpl(config_search_path=search_path)
-    return ordered(loader.get_group_options(GROUP, config_name=config_name, overrides=list(overrides)))
+
+@contextlib.contextmanager
+def config_loader(config_dir: str | Path):
+    """Hydra's config loader for the search path of ``initialize_config_dir(config_dir)`` (its public API); a
+    Hydra already initialized (a test's, for instance) is put back after."""
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    gh = GlobalHydra.instance()
+    saved = gh.hydra
+    gh.clear()
+    try:
+        with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base=None):
+            yield GlobalHydra.instance().config_loader()
+    finally:
+        if saved is not None:
+            GlobalHydra.instance().clear()
+            GlobalHydra.instance().initialize(saved)
+
+
+def _group_options(config_dir: Path, config_name: str | None, overrides: list[str]) -> list[str]:
+    """``retriever`` options on ``config_dir``'s search path, with ``hydra.searchpath`` from the primary config
+    and the overrides."""
+    with config_loader(config_dir) as loader:
+        return loader.get_group_options(GROUP, config_name=config_name, overrides=overrides)
+
+
+def _hydra_argv() -> argparse.ArgumentParser:
+    """The flags of a ``@hydra.main`` command line (``--hydra-help``), to read its search path and overrides."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    for flags in (("--help", "-h"), ("--hydra-help",), ("--version",), ("--resolve",), ("--run", "-r"),
+                  ("--multirun", "-m"), ("--shell-completion", "-sc")):
+        parser.add_argument(*flags, action="store_true")
+    for flags in (("--cfg", "-c"), ("--package", "-p"), ("--config-path", "-cp"), ("--config-name", "-cn"),
+                  ("--config-dir", "-cd"), ("--experimental-rerun",)):
+        parser.add_argument(*flags)
+    parser.add_argument("--info", "-i", nargs="?", const="all")
+    parser.add_argument("overrides", nargs="*")
+    return parser
 
 
 def from_argv(argv: list[str], config_path: str = CONF_DIR, config_name: str = "config") -> list[str] | None:
     """:func:`on_search_path` for a ``@hydra.main`` app's command line; None when Hydra will refuse the command
     line itself (it then reports it, once)."""
-    from hydra._internal.utils import get_args_parser
-
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-            args = get_args_parser().parse_args(argv)
-    except SystemExit:
+            args = _hydra_argv().parse_args(argv)
+    except (SystemExit, argparse.ArgumentError):
         return None
     try:
         return on_search_path(args.config_path or config_path, args.config_name or config_name, args.overrides,

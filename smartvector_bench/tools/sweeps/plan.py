@@ -4,6 +4,7 @@ missing, not silently absent), with the folder each job runs in."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,13 +46,36 @@ class Plan:
 def _parser():
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    try:  # a config loader lets glob() sweeps over config groups expand (e.g. weights=glob(*))
-        from hydra._internal.config_loader_impl import ConfigLoaderImpl
-        from hydra._internal.utils import create_config_search_path
+    from smartvector_bench.systems.discovery import config_loader
 
-        return OverridesParser.create(ConfigLoaderImpl(config_search_path=create_config_search_path(CONF_DIR)))
+    try:  # a config loader lets glob() sweeps over config groups expand (e.g. weights=glob(*))
+        with config_loader(CONF_DIR) as loader:
+            return OverridesParser.create(loader)
     except Exception:  # noqa: BLE001 - a plain parser still handles every other sweep
         return OverridesParser.create()
+
+
+def expand(overrides: list) -> list[list[str]]:
+    """Every job's overrides, as Hydra's basic sweeper expands parsed overrides (``BasicSweeper.split_arguments``
+    with no batch size, rebuilt on the public ``Override`` API): a key's last override wins, in the place of its
+    first; the cartesian product of each key's values, the first key outermost."""
+    per_key: dict[str, list[str]] = {}
+    for o in overrides:
+        key = o.get_key_element()
+        if o.is_sweep_override():
+            if not o.is_discrete_sweep():
+                raise ValueError(f"the basic sweeper does not support sweep type {o.value_type.name}: {o.input_line}")
+            per_key[key] = [f"{key}={v}" for v in o.sweep_string_iterator()]
+        else:
+            per_key[key] = [f"{key}={o.get_value_element_as_str()}"]
+    return [list(x) for x in itertools.product(*per_key.values())]
+
+
+def overrides_dirname(overrides: list, exclude_keys: list[str], item_sep: str, kv_sep: str) -> str:
+    """``hydra.job.override_dirname`` of parsed overrides, as Hydra's config loader writes it: the input lines of
+    the keys not excluded, sorted, joined by ``item_sep``, every '=' written ``kv_sep``."""
+    lines = sorted(o.input_line for o in overrides if o.key_or_group not in exclude_keys)
+    return item_sep.join(lines).replace("=", kv_sep)
 
 
 def _raw(cfg: DictConfig, path: str) -> Any:
@@ -80,10 +104,8 @@ class _Subdir:
             self.root.hydra.job = {}
 
     def __call__(self, num: int, overrides: list) -> str | None:
-        from hydra._internal.config_loader_impl import get_overrides_dirname
-
         self.root.hydra.job.num = num
-        self.root.hydra.job.override_dirname = get_overrides_dirname(
+        self.root.hydra.job.override_dirname = overrides_dirname(
             overrides=overrides, exclude_keys=self.exclude, item_sep=self.item_sep, kv_sep=self.kv_sep)
         try:
             return str(OmegaConf.select(self.root, "hydra.sweep.subdir", throw_on_resolution_failure=True))
@@ -94,8 +116,6 @@ class _Subdir:
 def plan_jobs(cfg: DictConfig) -> Plan:
     """Every job of the multirun described by ``cfg`` (the master config, e.g. multirun.yaml), in Hydra's
     order, as the basic sweeper expands ``hydra.sweeper.params`` plus the command line's task overrides."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
     register_resolvers()
     hydra = cfg.hydra
     params = OmegaConf.to_container(hydra.sweeper.params, resolve=False) if OmegaConf.select(
@@ -110,7 +130,7 @@ def plan_jobs(cfg: DictConfig) -> Plan:
     for o in overrides:
         if (o.is_sweep_override() or o.get_key_element() in (params or {})) and o.key_or_group not in swept_keys:
             swept_keys.append(o.key_or_group)
-    combos = BasicSweeper.split_arguments(overrides, None)[0]
+    combos = expand(overrides)
 
     subdir = _Subdir(hydra)
     jobs = []
