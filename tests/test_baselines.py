@@ -3,12 +3,13 @@ hand-made corpora with hand-made unit vectors (no model)."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from omegaconf import OmegaConf
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
@@ -16,27 +17,13 @@ from smartvector_bench.systems.base import ReadsLabels, Retriever
 from smartvector_bench.systems.bm25 import margin_confidence
 from smartvector_bench.systems.cosine_baseline import rank_head_by
 
+from . import factories
+
+make_corpus = functools.partial(factories.make_corpus, authority=0.5, created=0.0)
+
 INF = np.inf
 NEW = ["valid_cosine", "bm25", "bm25_valid", "recent_cosine", "metadata_filter", "oracle"]
 Q = np.array([[1.0, 0.0, 0.0]], dtype=np.float32)  # the query vector; a chunk's cosine is its first coordinate
-
-
-def make_corpus(rows: list[dict]) -> Corpus:
-    n = len(rows)
-    return Corpus(
-        ids=[f"c{i}" for i in range(n)], titles=[""] * n, texts=[r.get("text", f"w{i}") for i, r in enumerate(rows)],
-        doc_id=np.array([r.get("doc", f"d{i}") for i, r in enumerate(rows)], dtype=object),
-        version=np.array([r.get("version", 1) for r in rows], dtype=np.int64),
-        source=np.array(["wiki"] * n, dtype=object),
-        authority=np.array([r.get("authority", 0.5) for r in rows], dtype=np.float64),
-        created_at=np.array([r.get("created", 0.0) for r in rows], dtype=np.float64),
-        valid_from=np.array([r.get("valid_from", r.get("created", 0.0)) for r in rows], dtype=np.float64),
-        valid_to=np.array([r.get("valid_to", INF) for r in rows], dtype=np.float64),
-        depends_on=Ragged.from_lists([[] for _ in rows]),
-        supersedes=np.full(n, -1, dtype=np.int64),
-        offset_start=np.zeros(n, dtype=np.int64), offset_end=np.full(n, 10, dtype=np.int64),
-        index_of={f"c{i}": i for i in range(n)},
-    )
 
 
 def cos_vecs(cosines: list[float]) -> np.ndarray:
@@ -244,7 +231,6 @@ def test_recent_cosine_ties():
     c = make_corpus([{"created": 2}, {"created": 4}, {"created": 4}, {"created": 4}])
     run = build("recent_cosine", c, cos_vecs([0.9, 0.5, 0.8, 0.5])).search(Q, np.array([10.0]), 4)
     assert run.ranked[0].tolist() == [2, 1, 3, 0]
-
 
 
 @pytest.mark.parametrize("n_head,k", [(3, 5), (5, 2), (0, 4), (8, 8)])

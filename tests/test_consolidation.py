@@ -11,40 +11,7 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 
-INF = np.inf
-
-
-def section_offsets(doc_id, version, texts) -> tuple[np.ndarray, np.ndarray]:
-    """``(offset_start, offset_end)`` of each chunk: the chunks of one document version, in row order, joined
-    by a newline (the layout the generator writes)."""
-    start, end, at = [], [], {}
-    for d, v, t in zip(doc_id, version, texts):
-        s = at.get((d, int(v)), 0)
-        start.append(s)
-        end.append(s + len(t))
-        at[(d, int(v))] = s + len(t) + 1
-    return np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
-
-
-def make_corpus(rows: list[dict]) -> Corpus:
-    """rows: text, doc, authority, created; optional version (1), valid_from (=created), valid_to (inf),
-    depends (list of indices), supersedes (-1), source."""
-    n = len(rows)
-    offsets = section_offsets([r["doc"] for r in rows], [r.get("version", 1) for r in rows], [r["text"] for r in rows])
-    return Corpus(
-        ids=[f"c{i}" for i in range(n)], titles=[""] * n, texts=[r["text"] for r in rows],
-        doc_id=np.array([r["doc"] for r in rows], dtype=object),
-        version=np.array([r.get("version", 1) for r in rows], dtype=np.int64),
-        source=np.array([r.get("source", "wiki") for r in rows], dtype=object),
-        authority=np.array([r["authority"] for r in rows], dtype=np.float64),
-        created_at=np.array([r["created"] for r in rows], dtype=np.float64),
-        valid_from=np.array([r.get("valid_from", r["created"]) for r in rows], dtype=np.float64),
-        valid_to=np.array([r.get("valid_to", INF) for r in rows], dtype=np.float64),
-        depends_on=Ragged.from_lists([list(r.get("depends", [])) for r in rows]),
-        supersedes=np.array([r.get("supersedes", -1) for r in rows], dtype=np.int64),
-        offset_start=offsets[0], offset_end=offsets[1],
-        index_of={f"c{i}": i for i in range(n)},
-    )
+from .factories import make_corpus
 
 
 def rows_of(r: Ragged) -> list[list[int]]:

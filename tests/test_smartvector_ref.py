@@ -4,6 +4,7 @@ hand-made corpora (no model), plus the main experiment end to end with the hashi
 from __future__ import annotations
 
 import datetime as dt_module
+import functools
 import importlib
 import math
 
@@ -12,11 +13,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.csr import Ragged
-from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems import build_retriever
-
 from smartvector_bench.systems.smartvector_ref import (
     PATCHED_MODULES,
     chunk_positions,
@@ -24,42 +22,13 @@ from smartvector_bench.systems.smartvector_ref import (
     naive,
 )
 
+from . import factories
 from .conftest import TINY, compose_config
 
-INF = np.inf
+
+make_corpus = functools.partial(factories.make_corpus, authority=0.9, source="policy_doc")
+
 T0 = 19723.0  # 2024-01-01, simulated days since the epoch (the wall clock is years later)
-
-
-def section_offsets(doc_id, version, texts) -> tuple[np.ndarray, np.ndarray]:
-    """``(offset_start, offset_end)`` of each chunk: the chunks of one document version, in row order, joined
-    by a newline (the layout the generator writes)."""
-    start, end, at = [], [], {}
-    for d, v, t in zip(doc_id, version, texts):
-        s = at.get((d, int(v)), 0)
-        start.append(s)
-        end.append(s + len(t))
-        at[(d, int(v))] = s + len(t) + 1
-    return np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
-
-
-def make_corpus(rows: list[dict]) -> Corpus:
-    n = len(rows)
-    ids = [r.get("id", f"c{i}") for i, r in enumerate(rows)]
-    offsets = section_offsets([r["doc"] for r in rows], [r.get("version", 1) for r in rows], [r["text"] for r in rows])
-    return Corpus(
-        ids=ids, titles=[""] * n, texts=[r["text"] for r in rows],
-        doc_id=np.array([r["doc"] for r in rows], dtype=object),
-        version=np.array([r.get("version", 1) for r in rows], dtype=np.int64),
-        source=np.array([r.get("source", "policy_doc") for r in rows], dtype=object),
-        authority=np.array([r.get("authority", 0.9) for r in rows], dtype=np.float64),
-        created_at=np.array([r["created"] for r in rows], dtype=np.float64),
-        valid_from=np.array([r.get("valid_from", r["created"]) for r in rows], dtype=np.float64),
-        valid_to=np.array([r.get("valid_to", INF) for r in rows], dtype=np.float64),
-        depends_on=Ragged.from_lists([[] for _ in rows]),
-        supersedes=np.array([r.get("supersedes", -1) for r in rows], dtype=np.int64),
-        offset_start=offsets[0], offset_end=offsets[1],
-        index_of={cid: i for i, cid in enumerate(ids)},
-    )
 
 
 REF_TARGET = "smartvector_bench.systems.smartvector_ref.SmartVectorRef"
