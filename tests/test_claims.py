@@ -523,10 +523,12 @@ def test_the_facts_prose_holds_on_the_committed_results():
     t = {name: s["test"] for name, s in m["systems"].items()}
     deployable = {n: v["top1"] for n, v in t.items() if n != "oracle"}
     # no system is near the ceiling; the window with cosine is the best deployable system (tied by the three that
-    # rank the same in-force chunks) but for ltr, not significantly above it; BM25 within the window falls well below
+    # rank the same in-force chunks), none significantly above it (ltr, whose trees depend on the training CPU, may
+    # land either side); BM25 within the window falls well below
     assert max(deployable.values()) < 0.5 < t["oracle"]["top1"]
     above = [n for n, v in deployable.items() if v > t["valid_cosine"]["top1"]]
-    assert above == ["ltr"] and paired_p("facts", "valid_cosine", "ltr") >= 0.05
+    assert set(above) <= {"ltr"} and all(paired_p("facts", "valid_cosine", n) >= 0.05 for n in above)
+    assert t["ltr"]["top1"] >= t["valid_cosine"]["top1"] or paired_p("facts", "valid_cosine", "ltr") >= 0.05
     assert t["livevectorlake"]["top1"] == t["metadata_filter"]["top1"] == t["valid_authority"]["top1"] == \
         t["valid_cosine"]["top1"]
     assert t["bm25_valid"]["top1"] < t["valid_cosine"]["top1"]

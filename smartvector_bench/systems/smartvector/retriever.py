@@ -20,7 +20,8 @@ Search modes (``candidates``)
 ``candidates: null`` (default, exhaustive): every vector is scored for every query. ``kernel: float32``
 (default): per block of BLAS cosines, a branch-free float32 pass keeps the best float32 keys per query, which
 are re-scored in float64 by ``scoring.fused`` and certified by a bound of the float32 rounding
-(``f32_kernel.py``): the top k of ``score()``, ids, order and scores bit for bit; a query the bound cannot
+(``f32_kernel.py``): the top k of ``score()``, ids and order, scored by ``fused`` from the pass's own float32
+cosines (bit for bit where sgemm rounds a cosine alike in products of any shape); a query the bound cannot
 certify even with 4,096 kept is scored by the numpy kernel (``last_search["uncertified_queries"]``).
 ``kernel: numba``: one compiled float64 pass over blocks of BLAS cosines keeps a size-k heap per query and computes the
 signals only where a bound of the key can still enter it (``fused_kernel.py``); same top k, scores within an
