@@ -279,3 +279,13 @@ def test_serial_and_parallel_scans_have_their_own_cache_entries():
     assert fk._vector_columns_serial.py_func.__qualname__ != fk._vector_columns.py_func.__qualname__
     for d in (fk.scan_block, fk.scan_block_serial, fk._vector_columns, fk._vector_columns_serial):
         assert d._cache._cache_path and d._cache._impl._filename_base.split("-")[0].endswith(d.py_func.__qualname__)
+
+
+def test_no_vectors_or_no_tiles_keep_nothing():
+    """An empty store: the scan's grid has no tile; nothing is kept and the products alone run nothing."""
+    assert fk.tiles(3, 0) == [] and fk.shares([], 2) == []
+    fk.tile_products(np.zeros((0, 8), dtype=np.float32), np.ones((3, 8), dtype=np.float32))
+    ranked, top, _, rest = fk.exhaustive_top_k_f32(Scorer(), kernel_columns(np.random.default_rng(0), 0, 1)[0],
+                                                   np.zeros((0, 8), dtype=np.float32), np.ones((3, 8), np.float32),
+                                                   np.zeros(3), 5)
+    assert (ranked == -1).all() and np.isnan(top).all() and len(rest) == 0

@@ -226,8 +226,7 @@ class Prepared:
         return (*self.f, *self.t.values())
 
 
-# the same pass without a parallel region (nogil): the scan of a few rows where numba's threading layer cannot
-# take parallel regions from worker threads (workqueue), so the tiles are scanned in the calling thread
+# the same pass without a parallel region: few rows' tiles where numba's layer (workqueue) cannot run workers
 scan_block_serial = variant(scan_block, "scan_block_serial", cache=True, fastmath={"contract", "nsz", "arcp"})
 SERIAL_BELOW = 8  # query rows per tile below which the calling thread's scan is the serial pass
 
@@ -302,7 +301,7 @@ def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarr
             products(stored, qf, grid, kernel, (t, a_t, a_c, vec, wts, consts, flags, *h))
             return h
         parts = shares(grid, get_num_threads())
-        out = [heaps() for _ in parts]
+        out = [heaps() for _ in parts] or [heaps()]  # no tile (no vector): nothing kept
         _workers([(stored, qf, part, scan_block, (t, a_t, a_c, vec, wts, consts, flags, *h))
                   for part, h in zip(parts, out)])
     return merge(out, kept)
@@ -310,8 +309,9 @@ def scan(stored: np.ndarray, queries: np.ndarray, prep: Prepared, rows: np.ndarr
 
 def _workers(jobs: list[tuple]) -> None:
     """``products(*job)`` per job, one thread each (the caller's for one), numba on one thread in each."""
-    if len(jobs) == 1:
-        one_thread(products, *jobs[0])
+    if len(jobs) <= 1:
+        for job in jobs:
+            one_thread(products, *job)
         return
     with ThreadPoolExecutor(len(jobs)) as pool:
         list(pool.map(lambda job: one_thread(products, *job), jobs))
