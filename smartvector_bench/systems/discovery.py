@@ -10,8 +10,8 @@ order (:data:`TABLE_ORDER`), any other one after them, sorted by name. A user's 
   perf and notebooks composes every in-tree system).
 * The CLI (smartvector_bench/tools/cli.py) re-registers it before Hydra starts, from the search path the command
   line gives: conf/ (or ``--config-path``), any ``--config-dir DIR`` and ``hydra.searchpath=[file://DIR,
-  pkg://...]`` overrides (the config loader of Hydra's public ``initialize_config_dir``, ``get_group_options``). That is how a retriever from an
-  outside package plugs in: one yaml in ``DIR/retriever/``.
+  pkg://...]`` overrides (``get_group_options`` of the config loader of Hydra's public ``initialize_config_dir``).
+  That is how a retriever from an outside package plugs in: one yaml in ``DIR/retriever/``.
 
 Nothing is added to the command line: job folder names (``hydra.job.override_dirname``), the recorded
 ``.hydra/overrides.yaml`` that regress and sweep resumes replay, and every result stay what they were. In a
@@ -25,7 +25,6 @@ import argparse
 import contextlib
 import importlib.util
 import io
-import os
 from collections.abc import Iterable
 from pathlib import Path
 

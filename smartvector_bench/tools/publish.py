@@ -271,8 +271,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                              "under results/.")
     ap.add_argument("--only", action="append", metavar="NAMES",
                     help=f"comma-separated experiments to rerun ({', '.join(EXPERIMENTS)}, or none); "
-                         "default: every one of them, then every sweep finished under --multirun-dir (the publisher runs no "
-                         "sweep: `smartvector-bench -m experiment=<preset>` does)")
+                         "default: every one of them, then every sweep finished under --multirun-dir (the publisher "
+                         "runs no sweep: `smartvector-bench -m experiment=<preset>` does)")
     ap.add_argument("--sweeps", action="append", metavar="PRESETS",
                     help="comma-separated sweep presets to publish from multirun/<preset>/ (auto: every one "
                          "found; none); default: auto without --only, none with it")

@@ -258,13 +258,12 @@ def products(stored: np.ndarray, qf: np.ndarray, share: list, scan=None, args=()
     """One worker's tiles: a single-threaded BLAS product of each into a buffer that stays in the core's cache,
     then (if ``scan``) ``scan(cos, j0, *per-row and per-vector slices of args)`` before the next product
     overwrites it. ``args``: (as_of, a_t, a_c, vector columns, wts, consts, flags, hk, hi, hc)."""
-    rows, width = max(r.stop - r.start for r, _ in share), max(v.stop - v.start for _, v in share)
-    buf = np.empty(rows * width, dtype=np.float32)
+    buf = np.empty(max(((r.stop - r.start) * (v.stop - v.start) for r, v in share), default=0), dtype=np.float32)
+    t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc = args or (None,) * 10
     for r, v in share:
         shape = (r.stop - r.start, v.stop - v.start)  # a contiguous view even for a ragged tile (BLAS's out)
         cos = np.matmul(qf[r], stored[v].T, out=buf[:shape[0] * shape[1]].reshape(shape))
         if scan is not None:
-            t, a_t, a_c, vec, wts, consts, flags, hk, hi, hc = args
             scan(cos, v.start, t[r], a_t[r], a_c[r], *(c[v] for c in vec), wts, consts, flags, hk[r], hi[r], hc[r])
 
 
