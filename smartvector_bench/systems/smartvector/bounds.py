@@ -8,15 +8,12 @@ t grows, and dormancy, deprecation and archiving only start. ``confidence_bound`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from smartvector_bench.systems.smartvector.scoring import Columns
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, decayed_confidence
+from smartvector_bench.systems.smartvector.params import SearchState
 
-if TYPE_CHECKING:  # annotations only
-    from smartvector_bench.systems.smartvector.retriever import SmartVector
 
 BOUND_EPS = 1e-9  # slack on the certification bound (floating-point rounding of the bound's terms)
 BLOCK = 1024  # vectors per block of the prior-candidate search (block bounds prune the bound computation)
@@ -72,7 +69,7 @@ class Blocks:
 
 
 
-def key_bound(sv: "SmartVector", cols: Columns, t_lo: float, t_hi: float, idx: np.ndarray | None = None) -> np.ndarray:
+def key_bound(sv: SearchState, cols: Columns, t_lo: float, t_hi: float, idx: np.ndarray | None = None) -> np.ndarray:
     """(N,) upper bound of each vector's rank key minus its semantic part (w_s clip(cos) / W), over
     every as_of in [t_lo, t_hi]: T and C only decay as t grows (T is expired_score outside the window),
     dormancy, deprecation and archiving only start, and a vector is excluded for the whole span only if
@@ -100,7 +97,7 @@ def key_bound(sv: "SmartVector", cols: Columns, t_lo: float, t_hi: float, idx: n
     return bound
 
 
-def block_bound(sv: "SmartVector", blocks: "Blocks", t_lo: float, t_hi: float) -> np.ndarray:
+def block_bound(sv: SearchState, blocks: "Blocks", t_lo: float, t_hi: float) -> np.ndarray:
     """Per block of ``blocks``, an upper bound of ``key_bound`` over its vectors: the same monotone formula
     on the block's extremes (latest creation and decay start, highest base, feedback, accesses and R);
     status rules only lower a bound, so they are left out, except a block created entirely after t_hi."""
@@ -115,7 +112,7 @@ def block_bound(sv: "SmartVector", blocks: "Blocks", t_lo: float, t_hi: float) -
     return bound
 
 
-def top_bounds(sv: "SmartVector", blocks: "Blocks", t_lo: float, t_hi: float, m: int) -> tuple[np.ndarray, np.ndarray]:
+def top_bounds(sv: SearchState, blocks: "Blocks", t_lo: float, t_hi: float, m: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, bounds): the m + 1 vectors with the highest ``key_bound`` over [t_lo, t_hi], by descending
     bound (ties: lower row first), computing the bound only on the blocks that can hold them: blocks are
     taken by descending block bound until the next one's is no higher than the (m + 1)-th bound found.

@@ -7,21 +7,18 @@ vectors with the highest key bound (:mod:`smartvector_bench.systems.smartvector.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.systems.smartvector.bounds import Blocks, block_bound, key_bound, top_bounds
 from smartvector_bench.systems.smartvector.scoring import Columns, dedupe_rows, fused
+from smartvector_bench.systems.smartvector.params import SearchState
 
-if TYPE_CHECKING:  # annotations only
-    from smartvector_bench.systems.smartvector.retriever import SmartVector
 
 COSINE_SLACK = 1e-5  # BLAS and FAISS's kernel differ by ~1e-7 on a cosine: the C-th cosine plus this bounds the rest
 
 
-def rerank(sv: "SmartVector", cols: Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int, out: tuple) -> None:
+def rerank(sv: SearchState, cols: Columns, query_vectors: np.ndarray, as_of: np.ndarray, k: int, out: tuple) -> None:
     sp = sv.search_params
     n, q = len(sv.corpus), len(query_vectors)
     c = min(sp.candidates, n)
@@ -108,7 +105,7 @@ def rerank(sv: "SmartVector", cols: Columns, query_vectors: np.ndarray, as_of: n
                         "scored_per_query": stats["scored_per_query"] / max(q, 1), "faiss_seconds": faiss_s}
 
 
-def _rank_with_prior(sv: "SmartVector", cols: Columns, rows: np.ndarray, ids: np.ndarray, sem: np.ndarray,
+def _rank_with_prior(sv: SearchState, cols: Columns, rows: np.ndarray, ids: np.ndarray, sem: np.ndarray,
                      prior: np.ndarray, b_prior: np.ndarray, qv: np.ndarray, stored: np.ndarray | None,
                      as_of: np.ndarray, k: int, out: tuple) -> tuple[np.ndarray, int]:
     """Exact four-signal top-k of query ``rows`` among their cosine candidates (``ids``, ``sem``: (R, C))
@@ -160,7 +157,7 @@ def _rank_with_prior(sv: "SmartVector", cols: Columns, rows: np.ndarray, ids: np
     return kth, scored
 
 
-def _rank_into(sv: "SmartVector", cols: Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray, valid: np.ndarray,
+def _rank_into(sv: SearchState, cols: Columns, grp: np.ndarray, ids: np.ndarray, sem: np.ndarray, valid: np.ndarray,
                as_of: np.ndarray, k: int, out: tuple, need_conf: bool) -> np.ndarray:
     """Score (G, M) candidates exactly, rank them by the tie rule, write the rows; returns the k-th keys."""
     m = ids.shape[1]
@@ -178,7 +175,7 @@ def _rank_into(sv: "SmartVector", cols: Columns, grp: np.ndarray, ids: np.ndarra
     return np.where(np.isnan(kth), -np.inf, kth)
 
 
-def _groups(sv: "SmartVector", as_of: np.ndarray, by_time: bool) -> list[np.ndarray]:
+def _groups(sv: SearchState, as_of: np.ndarray, by_time: bool) -> list[np.ndarray]:
     """Query rows in blocks of at most query_batch; with ``by_time``, sorted by as_of and each block at
     most group_days wide."""
     q, batch = len(as_of), sv.policy.query_batch

@@ -65,8 +65,7 @@ exact compact columns, the cached relational signal) and the dependency edges ag
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
-from typing import ClassVar, Optional
+from dataclasses import replace
 
 import numpy as np
 
@@ -79,7 +78,7 @@ from smartvector_bench.core.index import build_index
 from smartvector_bench.systems.smartvector.lifecycle import Status, deprecated_at, statuses_at
 from smartvector_bench.systems.smartvector.ripple import RippleParams
 from smartvector_bench.core.run import Run
-from smartvector_bench.core.settings import choice, section
+from smartvector_bench.core.settings import section
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, is_dormant, live_confidence
 from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
 from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
@@ -93,41 +92,7 @@ from smartvector_bench.systems.smartvector.f32_kernel import exhaustive_top_k_f3
 from smartvector_bench.systems.smartvector.fused_kernel import exhaustive_top_k
 from smartvector_bench.systems.smartvector.rerank import rerank
 from smartvector_bench.systems.smartvector.scoring import Columns, columns, fused, top_k_by_key
-
-EXCLUDABLE = ("DORMANT", "DEPRECATED", "ARCHIVED")
-
-
-@dataclass(frozen=True)
-class StatusPolicy:
-    dormant: str = choice("deprioritize", "include", "exclude")
-    reported_confidence: str = choice("score", "live_confidence")
-    # Judge the store as of each query's as_of: a vector created after as_of did not exist then.
-    exclude_created_after_as_of: bool = True
-    query_batch: int = 256  # queries scored per block (bounds the (Q, N) signal arrays)
-    POSITIVE: ClassVar[tuple[str, ...]] = ("query_batch",)
-
-
-@dataclass(frozen=True)
-class SearchParams:
-    candidates: Optional[int] = None  # None: exhaustive; C: re-rank FAISS's top-C by cosine (+ prior candidates)
-    prior_candidates: Optional[int] = None  # P vectors with the highest bound per as_of group; None: = candidates
-    certify: bool = True  # re-rank: score a query exhaustively unless the bound proves its top-k exact
-    group_days: float = 7.0  # re-rank: width of an as_of group (one bound per group)
-    prior_share: float = 0.02  # re-rank: prior_candidates=null takes max(candidates, prior_share * N)
-    max_prior_share: float = 0.05  # re-rank: an uncertified query's prior list widens x4 up to this share of N
-    index: str = choice("flat", "hnsw")
-    hnsw_m: int = 32
-    hnsw_ef_construction: int = 200
-    hnsw_ef_search: int = 128
-    memory_budget_mb: float = 256.0  # exhaustive: (Q, N) working arrays per query block stay under this
-    precision: str = choice("float64", "float32")  # exhaustive path's (Q, N) arrays (numpy kernel)
-    # exhaustive path: float32 pass + exact float64 re-score (f32_kernel) | compiled float64 pass (fused_kernel)
-    # | numpy arrays
-    kernel: str = choice("float32", "numba", "numpy")
-    POSITIVE: ClassVar[tuple[str, ...]] = ("hnsw_m", "hnsw_ef_construction", "hnsw_ef_search",
-                                           "memory_budget_mb")
-    OPTIONAL_INT: ClassVar[tuple[str, ...]] = ("candidates", "prior_candidates")
-
+from smartvector_bench.systems.smartvector.params import EXCLUDABLE, SearchParams, StatusPolicy, search_params
 
 TOP_LEVEL = {"weights", "temporal", "confidence", "relational", "consolidation", "lifecycle",
              "exclude_statuses", *StatusPolicy.__dataclass_fields__, *SearchParams.__dataclass_fields__}
@@ -136,17 +101,6 @@ TOP_LEVEL = {"weights", "temporal", "confidence", "relational", "consolidation",
 # the dense float64 cosine (becomes the score), the key, two scratch arrays (temporal, confidence), the
 # partition copy, and boolean masks.
 _BYTES_PER_ENTRY = {"float64": 4 + 8 + 8 + 8 + 8 + 8 + 8 + 4, "float32": 4 + 8 + 4 + 4 + 8 + 4 + 4 + 4}
-
-
-def search_params(cfg: dict, where: str) -> SearchParams:
-    values = {k: cfg[k] for k in SearchParams.__dataclass_fields__ if k in cfg}
-    for key, least in (("candidates", 1), ("prior_candidates", 0)):
-        v = values.get(key)
-        if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < least):
-            raise BenchError(f"{where}.{key}={v!r}: must be null or an integer >= {least}")
-    optional = {k: values.pop(k) for k in SearchParams.OPTIONAL_INT if k in values}
-    params = section(SearchParams, values, where)
-    return replace(params, **optional)
 
 
 class SmartVector:

@@ -9,14 +9,11 @@ the exhaustive and re-ranking paths.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from smartvector_bench.core.run import rank_by_score
+from smartvector_bench.systems.smartvector.params import SearchState
 
-if TYPE_CHECKING:  # annotations only
-    from smartvector_bench.systems.smartvector.retriever import SmartVector
 
 
 @dataclass
@@ -38,7 +35,7 @@ class Columns:
     ingested_at: np.ndarray
 
 
-def columns(sv: "SmartVector") -> Columns:
+def columns(sv: SearchState) -> Columns:
     """The columns ``fused``, the bounds and the numba kernel read, decoded from the store's exact compact
     columns (the corpus's values, bit for bit); feedback, accesses and R pre-scaled by their weights exactly as
     ``signals.confidence.live_confidence`` and ``signals.fusion.fuse`` scale them."""
@@ -68,7 +65,7 @@ def _decayed(t: np.ndarray, start: np.ndarray, half_life: float, dtype) -> np.nd
     return x
 
 
-def fused(sv: "SmartVector", cols: Columns, semantic: np.ndarray, as_of: np.ndarray, ids: np.ndarray | None = None,
+def fused(sv: SearchState, cols: Columns, semantic: np.ndarray, as_of: np.ndarray, ids: np.ndarray | None = None,
            dtype=np.float64, need_confidence: bool = False):
     """Fast path of :meth:`SmartVector.score` (``signals/`` temporal, confidence, fusion and the status key):
     (score, key, confidence or None) for (Q, M) entries: column j of row q is vector ``ids[q, j]``
