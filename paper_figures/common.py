@@ -27,7 +27,7 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
-from smartvector_bench.core import measured, report
+from smartvector_bench.core import measured, table_order
 from smartvector_bench.core.atomic import atomic_write_bytes
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.results import MainMetrics, ResultError
@@ -61,14 +61,12 @@ PNG_METADATA = {"Software": None}
 PDF_METADATA = {"CreationDate": None, "ModDate": None, "Producer": "smartvector-bench paper_figures",
                 "Creator": "smartvector-bench paper_figures"}
 
-# Systems in the order of the main table (experiments/main.py, conf/bench.yaml: the baselines, the SmartVector
-# family, the peers, then the metadata filter and the label-reading oracle); the feedback loop's live and
-# frozen SmartVector follow. Unknown names come after these, sorted.
-SYSTEM_ORDER = (*report.SYSTEM_ORDER, "smartvector_live", "smartvector_frozen")
-# Baselines (no SmartVector signal) and the ceiling (reads labels/, so not a retriever one could deploy).
-BASELINES = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
-             "ltr", "lancedb_valid", "chroma_valid", "milvus_valid")
-CEILINGS = ("oracle",)
+# Systems in the order of the main table (conf/table_order.yaml: the baselines, the SmartVector family, the peers,
+# then the label-reading ceiling); the feedback loop's live and frozen SmartVector follow. Unknown names come after
+# these, sorted. Baselines (no SmartVector signal) are dashed; a ceiling (reads labels/, so not a retriever one
+# could deploy) is dotted and hatched.
+SYSTEM_ORDER = (*table_order.SYSTEM_ORDER, *table_order.TABLE["feedback_loop"])
+BASELINES, CEILINGS = table_order.BASELINES, table_order.CEILINGS
 CEILING_HATCH = "////"
 PALETTE = {"plain_cosine": "#7f7f7f", "bm25": "#bcbd22", "bm25_valid": "#637939", "valid_cosine": "#17becf",
            "recent_cosine": "#e377c2", "valid_authority": "#17a589", "hybrid_valid": "#b5cf6b", "ltr": "#e7298a",

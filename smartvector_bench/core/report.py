@@ -12,6 +12,7 @@ from smartvector_bench.core.metrics import anatomy as A
 from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.scenarios import FEATURES
 from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
+from smartvector_bench.core.table_order import SYSTEM_ORDER
 
 
 def _pct(x: float | None) -> str:
@@ -50,14 +51,6 @@ def p_text(p: float | None) -> str:
     if p is None:
         return "-"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-# The main table's row order, the one list of it (systems/discovery.py and paper_figures/common.py read it);
-# systems not listed follow, sorted. metrics.json is written with sorted keys, so the order is not taken from it.
-SYSTEM_ORDER = ("plain_cosine", "bm25", "bm25_valid", "valid_cosine", "recent_cosine", "valid_authority", "hybrid_valid",
-                "ltr", "lancedb_valid", "chroma_valid", "milvus_valid",
-                "smartvector", "smartvector_soft", "smartvector_tuned", "smartvector_ref", "smartvector_ref_soft",
-                "livevectorlake", "kg_smartvector", "metadata_filter", "oracle")
 
 
 def ordered(names) -> list[str]:

@@ -10,7 +10,7 @@ implements one gets the matching treatment, any other system is left alone.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -177,6 +177,20 @@ class ScoresHits(Protocol):
         """``semantic`` (the raw cosine), ``temporal``, ``confidence``, ``relational``, each (Q, k) aligned with
         ``ranked`` (a Run's, from the last ``search`` on the same state; NaN where it is -1), such that
         ``signals.fusion.fuse(weights, ...)`` gives the Run's scores (to float32 rounding of the cosine)."""
+        ...
+
+
+@runtime_checkable
+class FusesSignals(ScoresHits, Protocol):
+    """Optional: a :class:`ScoresHits` system whose run score IS ``signals.fusion.fuse(weights, hit signals)``, with
+    weights its recorded config fixes. Checked on the class a recorded ``_target_`` names, without building it, so
+    a published run folder gets the fusion check and the report's signal columns (``tools/report/stored_signals``:
+    ``publish`` refuses signals that do not give the stored scores) whatever the system's name or package."""
+
+    @classmethod
+    def fusion_weights(cls, config: Mapping, where: str) -> Weights | None:
+        """The weights of a recorded config (``retrievers.<name>``, ``where``), read as ``__init__`` reads them;
+        None when the config alone does not fix them (fitted on dev). BenchError naming the key if unreadable."""
         ...
 
 

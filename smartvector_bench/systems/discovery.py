@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.report import SYSTEM_ORDER
+from smartvector_bench.core.table_order import SYSTEM_ORDER
 
 GROUP = "retriever"
 ALL = "all"
-# The main table's order (README, docs/systems.md); a system not listed here follows them, by name.
+# The main table's order (conf/table_order.yaml); a system not listed there follows them, by name.
 TABLE_ORDER = SYSTEM_ORDER
 
 

@@ -42,7 +42,7 @@ import dataclasses
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 import numpy as np
 
@@ -52,7 +52,7 @@ from smartvector_bench.systems.kg_smartvector.pagerank import graph_importance
 from smartvector_bench.systems.kg_smartvector.store import KnowledgeGraph
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import choice, section
-from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
+from smartvector_bench.systems.smartvector.signals.fusion import Weights, fuse, weights_from_config
 from smartvector_bench.core.timeutil import format_iso, from_days
 from smartvector_bench.systems.base import gather_hits, hit_columns
 from smartvector_bench.systems.valid_cosine import require_in_force
@@ -129,11 +129,7 @@ class KGSmartVector:
         unknown = sorted(set(cfg) - TOP_LEVEL)
         if unknown:
             raise BenchError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(TOP_LEVEL))}")
-        weights = cfg.get("weights")
-        if weights is not None and not isinstance(weights, dict):
-            raise BenchError(f"{where}.weights={weights!r}: must be a mapping of "
-                             "semantic / temporal / confidence / relational")
-        self.weights = weights_from_config(dict(DEFAULT_WEIGHTS if weights is None else weights), f"{where}.weights")
+        self.weights = KGSmartVector.fusion_weights(cfg, where)
         self.params = section(KGParams, {k: v for k, v in cfg.items() if k in KGParams.__dataclass_fields__}, where)
         if not self.params.damping < 1.0:
             raise BenchError(f"{where}.damping={self.params.damping}: must be in [0, 1)")
@@ -301,6 +297,15 @@ class KGSmartVector:
             full[:, snap["corpus_col"]] = val
             out[key] = full
         return out
+
+    @classmethod
+    def fusion_weights(cls, config: Mapping, where: str) -> Weights | None:
+        """``base.FusesSignals``: the config's ``weights``, else :data:`DEFAULT_WEIGHTS` (the crate's)."""
+        weights = config.get("weights")
+        if weights is not None and not isinstance(weights, Mapping):
+            raise BenchError(f"{where}.weights={weights!r}: must be a mapping of "
+                             "semantic / temporal / confidence / relational")
+        return weights_from_config(dict(DEFAULT_WEIGHTS if weights is None else weights), f"{where}.weights")
 
     def hit_signals(self, query_vectors: np.ndarray, as_of: np.ndarray, ranked: np.ndarray) -> dict[str, np.ndarray]:
         """The four signals of each ranked hit (``base.ScoresHits``; ``relational`` is graph importance): the

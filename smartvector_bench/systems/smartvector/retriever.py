@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Mapping
 
 import numpy as np
 
@@ -81,7 +82,7 @@ from smartvector_bench.core.run import Run
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceParams, is_dormant, live_confidence
 from smartvector_bench.systems.smartvector.store import StoreParams, VectorStore
-from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
+from smartvector_bench.systems.smartvector.signals.fusion import Weights, fuse, weights_from_config
 from smartvector_bench.systems.smartvector.signals.relational import RelationalParams, relational_signal
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams, temporal_signal
 from smartvector_bench.core.timeutil import format_iso, from_days
@@ -113,7 +114,7 @@ class SmartVector:
         unknown = sorted(set(cfg) - TOP_LEVEL)
         if unknown:
             raise BenchError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(sorted(TOP_LEVEL))}")
-        self.weights = weights_from_config(dict(cfg.get("weights") or {}), f"{where}.weights")
+        self.weights = SmartVector.fusion_weights(cfg, where)
         self.temporal = section(TemporalParams, cfg.get("temporal"), f"{where}.temporal")
         self.conf_params = section(ConfidenceParams, cfg.get("confidence"), f"{where}.confidence")
         self.rel = section(RelationalParams, cfg.get("relational"), f"{where}.relational")
@@ -204,6 +205,11 @@ class SmartVector:
                 "archived": t >= st.archived_at[None, :],
                 # not in the store at as_of: created later, or (live replay) not ingested yet
                 "future": (t < c.created_at[None, :]) | (t < st.ingested_at[None, :])}
+
+    @classmethod
+    def fusion_weights(cls, config: Mapping, where: str) -> Weights | None:
+        """``base.FusesSignals``: the ``weights`` group of a (recorded) config; no default."""
+        return weights_from_config(dict(config.get("weights") or {}), f"{where}.weights")
 
     def hit_signals(self, query_vectors: np.ndarray, as_of: np.ndarray, ranked: np.ndarray) -> dict[str, np.ndarray]:
         """The four signals of each ranked hit (``base.ScoresHits``): :meth:`signals`' formulas on each query

@@ -65,6 +65,11 @@ class TunedSmartVector(SmartVector):
         self._indexed: dict[str, SmartVector] = {}
 
     # -- FitsOnDev --------------------------------------------------------------------------------------------
+    @classmethod
+    def fusion_weights(cls, config, where):
+        """``base.FusesSignals``: None, since its weights are fitted on dev and not fixed by its recorded config."""
+        return None
+
     def stages(self) -> list[dict[str, list]]:
         """The grids, each with its index-time keys first: the harness walks a grid in product order (the last
         key fastest), so the search-time keys vary inside one indexed store."""

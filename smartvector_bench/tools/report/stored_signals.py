@@ -1,5 +1,6 @@
 """``signals.jsonl`` beside a run folder's ``metrics.json``: the four signals of every stored hit of the systems
-whose score is the four-signal fusion (:data:`FUSED`: SmartVector and its variants, KGSmartVector),
+whose score is the four-signal fusion (their recorded ``_target_`` names a class that is
+``systems.base.FusesSignals``: SmartVector and its variants, KGSmartVector, any plug-in that says so),
 for run files of format 1.0, which hold none, so the report's drill-down can show them without a rerun.
 
 The signals are those of the STORED ranked lists: the dataset regenerated as ``stored_queries`` does (sha256
@@ -21,6 +22,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 
@@ -28,44 +30,53 @@ from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.results.base import read_json
 from smartvector_bench.core.run import RUN_DIGITS, SIGNAL_KEYS, check_run_row, json_number, read_run_rows
-from smartvector_bench.systems.kg_smartvector.retriever import DEFAULT_WEIGHTS as KG_WEIGHTS
-from smartvector_bench.systems.smartvector.signals.fusion import fuse, weights_from_config
+from smartvector_bench.systems import locate
+from smartvector_bench.systems.base import FusesSignals
+from smartvector_bench.systems.smartvector.signals.fusion import Weights, fuse
 from smartvector_bench.tools.report import stored_queries
 
-# _target_ -> its weights when the config gives none: the systems whose run score is exactly
-# fusion.fuse(weights, signals) (SmartVector.score's ``score``, the status policy touching only the rank key;
-# KGSmartVector._block's ``final``). SmartVector has no default: its weights come from the `weights` group.
-FUSED = {"smartvector_bench.systems.smartvector.retriever.SmartVector": None,
-         "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector": KG_WEIGHTS}
 # a 1.0 run file rounds scores and signals to 6 decimals and the cosine is float32's: a few 1e-6 at most
 FUSION_TOL = 1e-5
 FILE = "signals.jsonl"
 FORMAT = "smartvector-bench drill-down signals"
 VERSION = "1.0"
 PROVENANCE = "PROVENANCE.json"
-# a recorded config from before ``_target_`` (``kind``, results/main's): the class each kind named then
-KINDS = {"smartvector": "smartvector_bench.systems.smartvector.retriever.SmartVector",
-         "kg_smartvector": "smartvector_bench.systems.kg_smartvector.retriever.KGSmartVector"}
 
 
-def retriever_config(node) -> dict | None:
-    """The recorded config of one system with its ``_target_`` (a legacy ``kind`` translated by :data:`KINDS`)."""
-    if not isinstance(node, dict):
+def fusion_class(node) -> type | None:
+    """The class a recorded system config's ``_target_`` names, when it is :class:`FusesSignals`; else None."""
+    if not isinstance(node, Mapping):
         return None
-    node = dict(node)
-    if "_target_" not in node and node.get("kind") in KINDS:
-        node["_target_"] = KINDS[node.pop("kind")]
-    return node
+    try:
+        cls = locate(node.get("_target_"), "retrievers")
+    except BenchError:
+        return None
+    return cls if isinstance(cls, type) and issubclass(cls, FusesSignals) else None
+
+
+def _weights(system: str, cfg: Mapping) -> tuple[Weights | None, str | None]:
+    """(the weights the system's run scores fuse its signals with, None) or (None, what is wrong)."""
+    cls = fusion_class(cfg)
+    if cls is None:
+        return None, f"retrievers.{system}._target_={cfg.get('_target_')!r}: not the four-signal fusion"
+    try:
+        w = cls.fusion_weights(cfg, f"retrievers.{system}")
+    except (BenchError, TypeError, ValueError) as exc:
+        return None, f"retrievers.{system}.weights: {exc}"
+    return (w, None) if w is not None else (None, f"retrievers.{system}: its config does not fix its weights")
 
 
 def fused_systems(metrics: dict, folder: Path) -> dict[str, dict]:
-    """System -> its config, for the folder's systems with a run file whose score is the four-signal fusion."""
+    """System -> its config, for the folder's systems with a run file whose score is the four-signal fusion with
+    weights their recorded config fixes (an unreadable one is kept, so that the check names it)."""
     cfg = ((metrics.get("provenance") or {}).get("config") or {}).get("retrievers") or {}
     out = {}
     for name in metrics.get("systems") or {}:
-        node = retriever_config(cfg.get(name))
-        if node is not None and node.get("_target_") in FUSED and (folder / f"run_{name}.jsonl").is_file():
-            out[name] = node
+        node = cfg.get(name)
+        if fusion_class(node) is not None and (folder / f"run_{name}.jsonl").is_file():
+            w, why = _weights(name, node)
+            if w is not None or "does not fix" not in why:
+                out[name] = dict(node)
     return out
 
 
@@ -74,14 +85,11 @@ def fusion_misses(system: str, lines: list[dict], cfg: dict | None) -> list[str]
     weights of ``cfg`` (the system's recorded config) within :data:`FUSION_TOL`; one item naming the problem when
     the system's score is not the fusion, its weights are unreadable or no line has signals."""
     lines = [r for r in lines if isinstance(r.get("signals"), dict) and check_run_row(r) is None]
-    target = (cfg or {}).get("_target_")
-    if not lines or target not in FUSED:
-        return ["no signals" if not lines else f"retrievers.{system}._target_={target!r}: not the four-signal fusion"]
-    raw = cfg.get("weights")
-    try:
-        w = weights_from_config(dict(FUSED[target] if raw is None else raw), f"retrievers.{system}.weights")
-    except (BenchError, TypeError, ValueError) as exc:
-        return [f"retrievers.{system}.weights: {exc}"]
+    if not lines:
+        return ["no signals"]
+    w, why = _weights(system, cfg or {})
+    if w is None:
+        return [why]
     bad = []
     for rec in lines:
         for n, score in enumerate(rec.get("scores") or [], 1):
