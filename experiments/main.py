@@ -193,7 +193,7 @@ def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
     return info
 
 
-CALIBRATION_METHODS = ("platt", "isotonic")  # temperature scaling is in metrics/calibration.py too
+CALIBRATION_METHODS = ("platt", "isotonic")  # metrics/calibration.py's METHODS
 
 
 def calibrate(run: Run, correct: np.ndarray, queries, s: MainSettings) -> dict:

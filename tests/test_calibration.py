@@ -1,4 +1,4 @@
-"""Brier, AUROC, post-hoc calibration maps (Platt, temperature, isotonic) and the calibration report."""
+"""Brier, AUROC, post-hoc calibration maps (Platt, isotonic) and the calibration report."""
 
 import itertools
 import json
@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from smartvector_bench.core.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt,
-                                                   apply_temperature, auroc, brier, calibration_report, ece,
-                                                   fit_calibration, fit_isotonic, fit_platt, fit_temperature)
+from smartvector_bench.core.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt, auroc,
+                                                   brier, calibration_report, ece, fit_calibration, fit_isotonic,
+                                                   fit_platt)
 
 
 def _logit(p):
@@ -116,15 +116,6 @@ def test_platt_recovers_known_parameters():
                                _sigmoid(a_hat * _logit(c[:5]) + b_hat), rtol=1e-12)
 
 
-def test_temperature_recovers_known_temperature():
-    rng = np.random.default_rng(12)
-    for T in (0.5, 2.5):
-        c = rng.uniform(0.01, 0.99, 40000)
-        y = rng.random(c.size) < _sigmoid(_logit(c) / T)
-        assert fit_temperature(c, y) == pytest.approx(T, rel=0.06)
-    assert apply_temperature(np.array([0.5]), 3.0)[0] == pytest.approx(0.5)
-
-
 def test_isotonic_is_monotone_and_lowers_dev_brier():
     c, y = _synthetic(2000, 3, power=3.0)
     x, v = fit_isotonic(c, y)
@@ -145,11 +136,10 @@ def test_isotonic_pools_tied_confidences():
     assert v.tolist() == pytest.approx([1 / 3, 1.0])
 
 
-# conf = p**3: informative but far too low (a shift: temperature, which keeps 0.5 fixed, cannot undo it);
-# conf = sigmoid(3 logit p): over-confident, exactly a temperature T = 3.
+# conf = p**3: informative but far too low (a shift); conf = sigmoid(3 logit p): over-confident.
 @pytest.mark.parametrize("method, power, sharpen", [
     ("platt", 3.0, 1.0), ("isotonic", 3.0, 1.0),
-    ("platt", 1.0, 3.0), ("isotonic", 1.0, 3.0), ("temperature", 1.0, 3.0),
+    ("platt", 1.0, 3.0), ("isotonic", 1.0, 3.0),
 ])
 def test_calibration_lowers_test_ece_for_a_monotone_miscalibration(method, power, sharpen):
     c_dev, y_dev = _synthetic(3000, 1, power, sharpen)
@@ -168,38 +158,33 @@ def test_degenerate_fits_do_not_crash(method):
     probe = np.array([0.0, 0.2, 0.5, 0.9, 1.0])
     # empty dev -> identity (up to the EPS clipping of the logit)
     np.testing.assert_allclose(empty.apply(probe), probe, atol=2e-6)
-    # a constant confidence -> the constant map at the dev rate (temperature cannot shift: c stays c)
+    # a constant confidence -> the constant map at the dev rate
     y = np.array([True, False, False, False] * 5)
     const = fit_calibration(method, np.full(20, 0.7), y).apply(probe)
     assert np.all(np.isfinite(const)) and np.all((const >= 0) & (const <= 1))
-    if method != "temperature":
-        np.testing.assert_allclose(const, 0.25, atol=0.03)
+    np.testing.assert_allclose(const, 0.25, atol=0.03)
     # a single class -> finite map in [0, 1]; Platt / isotonic are constant at the (smoothed) class rate
     for cls in (True, False):
         one = fit_calibration(method, np.linspace(0.1, 0.9, 20), np.full(20, cls)).apply(probe)
         assert np.all(np.isfinite(one)) and np.all((one >= 0) & (one <= 1))
-        if method != "temperature":
-            assert np.all(one > 0.9) if cls else np.all(one < 0.1)
+        assert np.all(one > 0.9) if cls else np.all(one < 0.1)
     # perfect separation stays finite (Platt's smoothed targets)
     sep = fit_calibration(method, np.array([0.1, 0.2, 0.8, 0.9]), np.array([False, False, True, True]))
     assert np.all(np.isfinite(sep.apply(probe)))
     json.dumps(sep.params)
-    # anti-correlated confidence: temperature clamps at T_MAX (map ~ 0.5), no crash
+    # anti-correlated confidence: no crash
     anti = fit_calibration(method, np.array([0.9, 0.8, 0.2, 0.1]), np.array([False, False, True, True]))
     assert np.all(np.isfinite(anti.apply(probe)))
-    # constant 0.5 with temperature: T not identified -> identity
-    assert fit_temperature(np.full(6, 0.5), np.array([1, 0, 1, 0, 0, 0], dtype=bool)) == 1.0
 
 
 def test_fit_calibration_dispatch():
     c, y = _synthetic(200, 4)
     cal = fit_calibration("platt", c, y)
     assert isinstance(cal, Calibrator) and set(cal.params) == {"a", "b"}
-    assert set(fit_calibration("temperature", c, y).params) == {"T"}
     assert set(fit_calibration("isotonic", c, y).params) == {"x", "y"}
     with pytest.raises(Exception):
         cal.method = "isotonic"  # frozen
-    with pytest.raises(ValueError, match="platt, temperature, isotonic"):
+    with pytest.raises(ValueError, match="platt, isotonic"):
         fit_calibration("beta", c, y)
     with pytest.raises(ValueError):
         cal.apply(np.array([0.2, np.nan]))

@@ -3,63 +3,7 @@
 import numpy as np
 import pytest
 
-from smartvector_bench.core.csr import Ragged
-from smartvector_bench.core.metrics import (bin_index, bootstrap_ci, bootstrap_mean_ci, correct_at_1, ece, in_sets,
-                                       mcnemar_exact, recall_at_k, reciprocal_rank)
-
-# ---------------------------------------------------------------- ranking
-
-# gold = 3 in every row: at rank 1, at rank 3, absent, no result at all.
-RANKED = np.array([
-    [3, 8, 9, -1],
-    [5, 7, 3, 1],
-    [5, 7, 8, 1],
-    [-1, -1, -1, -1],
-], dtype=np.int64)
-GOLD = np.array([3, 3, 3, 3], dtype=np.int64)
-
-
-def test_correct_at_1():
-    assert correct_at_1(RANKED, GOLD).tolist() == [True, False, False, False]
-
-
-def test_correct_at_1_no_result_is_wrong_even_if_gold_were_minus_one():
-    assert correct_at_1(np.array([[-1, -1]]), np.array([-1])).tolist() == [False]
-    assert correct_at_1(np.zeros((2, 0), dtype=np.int64), np.array([0, 1])).tolist() == [False, False]
-
-
-def test_reciprocal_rank():
-    assert reciprocal_rank(RANKED, GOLD, k=10).tolist() == [1.0, pytest.approx(1 / 3), 0.0, 0.0]
-    # rank 3 is outside k = 2
-    assert reciprocal_rank(RANKED, GOLD, k=2).tolist() == [1.0, 0.0, 0.0, 0.0]
-    assert reciprocal_rank(RANKED, GOLD, k=3).tolist() == [1.0, pytest.approx(1 / 3), 0.0, 0.0]
-
-
-def test_reciprocal_rank_first_occurrence_counts():
-    assert reciprocal_rank(np.array([[4, 3, 3]]), np.array([3]), k=10).tolist() == [0.5]
-
-
-def test_recall_at_k():
-    assert recall_at_k(RANKED, GOLD, k=5).tolist() == [1.0, 1.0, 0.0, 0.0]
-    assert recall_at_k(RANKED, GOLD, k=2).tolist() == [1.0, 0.0, 0.0, 0.0]
-    assert recall_at_k(RANKED, GOLD, k=1).tolist() == [1.0, 0.0, 0.0, 0.0]
-
-
-def test_k_must_be_positive():
-    with pytest.raises(ValueError, match="k must be"):
-        recall_at_k(RANKED, GOLD, k=0)
-
-
-def test_in_sets():
-    sets = Ragged.from_lists([[1, 2], [], [7], [-1], [4]])
-    top1 = np.array([2, 2, 8, -1, -1])
-    # row 3 (malformed) holds -1 itself: -1 is still never "in" a set.
-    assert in_sets(top1, sets).tolist() == [True, False, False, False, False]
-
-
-def test_in_sets_all_empty():
-    assert in_sets(np.array([0, 1]), Ragged.from_lists([[], []])).tolist() == [False, False]
-
+from smartvector_bench.core.metrics import bin_index, bootstrap_ci, bootstrap_mean_ci, ece, mcnemar_exact
 
 # ---------------------------------------------------------------- calibration
 

@@ -4,14 +4,12 @@ from smartvector_bench.core.metrics.bootstrap import bootstrap_ci, bootstrap_mea
 from smartvector_bench.core.metrics.calibration import bin_index, ece
 from smartvector_bench.core.metrics.clustered import (cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
                         paired_cluster_permutation_test)
-from smartvector_bench.core.metrics.graded import ir_metrics, success_at_1
-from smartvector_bench.core.metrics.ranking import correct_at_1, in_sets, reciprocal_rank, recall_at_k
+from smartvector_bench.core.metrics.graded import ir_metrics
 from smartvector_bench.core.metrics.significance import mcnemar_exact
 from smartvector_bench.core.metrics.temporal import leakage_rate, leaked
 
 __all__ = [
     "bin_index", "bootstrap_ci", "bootstrap_mean_ci", "cluster_bootstrap_ci", "cluster_bootstrap_mean_ci",
-    "correct_at_1", "design_effect", "ece", "in_sets", "ir_metrics", "leakage_rate", "leaked", "mcnemar_exact",
-    "minimum_detectable_difference", "paired_cluster_permutation_test", "recall_at_k", "reciprocal_rank",
-    "success_at_1",
+    "design_effect", "ece", "ir_metrics", "leakage_rate", "leaked", "mcnemar_exact",
+    "minimum_detectable_difference", "paired_cluster_permutation_test",
 ]

@@ -1,7 +1,7 @@
 """Calibration of a system's top-1 confidence against top-1 correctness.
 
 ECE (:func:`ece`, binned on :func:`bin_index`), the Brier score (:func:`brier`), discrimination
-(:func:`auroc`), post-hoc calibration maps fitted on one split and applied to another (Platt, temperature,
+(:func:`auroc`), post-hoc calibration maps fitted on one split and applied to another (Platt,
 isotonic; :func:`fit_calibration`) and :func:`calibration_report`, which combines them with cluster-bootstrap
 intervals. ECE alone rewards the score *scale*: a constant confidence equal to the accuracy has ECE ~0 and
 no discrimination (AUROC 0.5); report ECE with Brier and AUROC, raw and after a map fitted on dev.
@@ -95,8 +95,8 @@ def ece(confidence: np.ndarray, correct: np.ndarray, n_bins: int = 10) -> tuple[
 
 # ---------------------------------------------------------------- Brier score and AUROC
 
-EPS = 1e-6  # confidences are clipped to [EPS, 1 - EPS] before the logit of the Platt / temperature maps
-METHODS = ("platt", "temperature", "isotonic")
+EPS = 1e-6  # confidences are clipped to [EPS, 1 - EPS] before the logit of the Platt map
+METHODS = ("platt", "isotonic")
 DECIMALS = 6  # as the evaluator: JSON floats rounded to 6 decimals, NaN -> None
 
 
@@ -212,42 +212,6 @@ def apply_platt(confidence, params) -> np.ndarray:
     return _sigmoid(float(a) * _logit(confidence) + float(b))
 
 
-T_MIN, T_MAX = 1e-6, 1e6
-
-
-def fit_temperature(confidence, correct) -> float:
-    """Temperature scaling (Guo et al. 2017) in its binary form: ``P(correct | c) = sigmoid(logit(c) / T)``.
-
-    One parameter, no bias: the map keeps 0.5 fixed and only sharpens (``T < 1``) or flattens (``T > 1``).
-    Fitted on the inverse temperature ``beta = 1/T`` (the mean cross-entropy against Platt's smoothed
-    targets is convex in ``beta``) with ``scipy.optimize.minimize`` (L-BFGS-B, start ``beta = 1``,
-    bounds ``T in [T_MIN, T_MAX] = [1e-6, 1e6]``; a confidence anti-correlated with correctness hits
-    ``T_MAX``, i.e. a map ~0.5). Fallback: no rows, or every ``c`` equal to 0.5 (logit 0, T not identified)
-    -> ``T = 1.0`` (identity).
-    """
-    c, y = _inputs(confidence, correct)
-    if c.size == 0:
-        return 1.0
-    z = _logit(c)
-    if not np.any(z != 0.0):
-        return 1.0
-    t = _platt_targets(y)
-
-    def fun(beta):
-        s = beta[0] * z
-        return _nll(s, t), np.array([np.mean((_sigmoid(s) - t) * z)])
-
-    res = minimize(fun, x0=np.array([1.0]), jac=True, method="L-BFGS-B", bounds=[(1.0 / T_MAX, 1.0 / T_MIN)],
-                   options={"gtol": 1e-10, "ftol": 1e-15})
-    return float(1.0 / res.x[0])
-
-
-def apply_temperature(confidence, T) -> np.ndarray:
-    """``sigmoid(logit(c) / T)`` (``T`` a float or ``{"T": T}``)."""
-    T = float(T["T"] if isinstance(T, dict) else T)
-    return _sigmoid(_logit(confidence) / T)
-
-
 def fit_isotonic(confidence, correct) -> tuple[np.ndarray, np.ndarray]:
     """Isotonic regression (Zadrozny & Elkan 2002): the non-decreasing ``f`` minimising ``sum_i (f(c_i) - o_i)^2``.
 
@@ -281,7 +245,7 @@ def apply_isotonic(confidence, params) -> np.ndarray:
 class Calibrator:
     """A fitted calibration map: ``method`` in :data:`METHODS` and its JSON-serialisable ``params``.
 
-    ``params``: platt ``{"a", "b"}``, temperature ``{"T"}``, isotonic ``{"x": [...], "y": [...]}`` (full
+    ``params``: platt ``{"a", "b"}``, isotonic ``{"x": [...], "y": [...]}`` (full
     precision; round only for display). ``apply(confidence)`` validates like :func:`brier` (no NaN, [0, 1])
     and returns a float64 array in [0, 1].
     """
@@ -293,8 +257,6 @@ class Calibrator:
         _inputs(c, np.zeros(c.shape, dtype=bool))
         if self.method == "platt":
             out = apply_platt(c, self.params)
-        elif self.method == "temperature":
-            out = apply_temperature(c, self.params)
         elif self.method == "isotonic":
             out = apply_isotonic(c, self.params)
         else:
@@ -303,12 +265,10 @@ class Calibrator:
 
 
 def fit_calibration(method: str, confidence, correct) -> Calibrator:
-    """Fit the calibration map ``method`` ("platt", "temperature" or "isotonic") on (dev) confidences."""
+    """Fit the calibration map ``method`` ("platt" or "isotonic") on (dev) confidences."""
     if method == "platt":
         a, b = fit_platt(confidence, correct)
         return Calibrator("platt", {"a": a, "b": b})
-    if method == "temperature":
-        return Calibrator("temperature", {"T": fit_temperature(confidence, correct)})
     if method == "isotonic":
         x, y = fit_isotonic(confidence, correct)
         return Calibrator("isotonic", {"x": [float(v) for v in x], "y": [float(v) for v in y]})

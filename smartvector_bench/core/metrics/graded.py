@@ -8,7 +8,7 @@ Conventions shared by all functions here:
   ranking scores 0.0 on every measure (so is a query whose judgments are all 0, or empty); queries of
   ``ranked`` that are not in ``qrels`` are ignored.
 * Ranks are 1-based. If a ranking lists the same doc id twice, the first (best) occurrence counts and the
-  later one still occupies its rank as a never-relevant result (as in ``ranking.py``).
+  later one still occupies its rank as a never-relevant result.
 """
 
 from __future__ import annotations
@@ -137,18 +137,4 @@ def ir_metrics(ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[
                 continue
             for name in group[metric.measure]:
                 out[name][metric.query_id] = float(metric.value)
-    return out
-
-
-def success_at_1(ranked: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]]) -> dict[str, float]:
-    """``{query_id: 1.0 or 0.0}`` for every query id in ``qrels``: the top-1 doc has grade >= 1.
-
-    Computed directly (no ``ir_measures``); equals ``Success@1`` and ``P@1`` of :func:`ir_metrics`.
-    A missing or empty ranking scores 0.0.
-    """
-    qrels = _check_qrels(qrels)
-    out = {}
-    for qid, judged in qrels.items():
-        docs = _ranking(ranked, qid)
-        out[qid] = 1.0 if docs and judged.get(docs[0], 0) >= 1 else 0.0
     return out
