@@ -13,8 +13,8 @@ needs go in ``check_dataset`` (:class:`~.base.ChecksDataset`).
 
 from __future__ import annotations
 
-import importlib
 import inspect
+import logging
 from collections.abc import Mapping
 
 from smartvector_bench.core.errors import BenchError
@@ -28,31 +28,30 @@ def _reason(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
+def _why(exc: BaseException, target: str) -> str:
+    """One line for why Hydra's ``get_object`` could not import ``target`` (its own message spans three lines)."""
+    cause = exc.__cause__ or exc
+    if isinstance(cause, ModuleNotFoundError) and cause.name and f"{target}.".startswith(f"{cause.name}."):
+        parent, _, attr = cause.name.rpartition(".")
+        return f"no module named {attr!r}" if not parent else f"{parent!r} has no attribute {attr!r}"
+    return _reason(cause)
+
+
 def locate(target: object, where: str):
-    """The object a dotted ``_target_`` names (the longest importable module prefix, then attributes)."""
+    """The object a dotted ``_target_`` names, found by Hydra's public ``hydra.utils.get_object``. Its error is a
+    multi-line ImportError that it also logs; here it is one BenchError line naming the key, and nothing is logged."""
     if not isinstance(target, str) or not target.strip() or any(not p.isidentifier() for p in target.split(".")):
         raise BenchError(f"{where}.{TARGET}={target!r}: must be a dotted path package.module.Class")
-    parts = target.split(".")
-    obj, found = None, 0
-    for i in range(len(parts), 0, -1):
-        name = ".".join(parts[:i])
-        try:
-            obj, found = importlib.import_module(name), i
-            break
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and not name.startswith(exc.name) and not exc.name.startswith(name):
-                raise BenchError(f"{where}.{TARGET}={target}: cannot be imported ({_reason(exc)})") from None
-            continue  # this prefix is not a module: try a shorter one
-        except Exception as exc:  # noqa: BLE001 - the module itself fails to import: its error, on one line
-            raise BenchError(f"{where}.{TARGET}={target}: cannot be imported ({_reason(exc)})") from None
-    if obj is None:
-        raise BenchError(f"{where}.{TARGET}={target}: cannot be imported (no module named {parts[0]!r})")
-    for attr in parts[found:]:
-        if not hasattr(obj, attr):
-            raise BenchError(f"{where}.{TARGET}={target}: cannot be imported ({'.'.join(parts[:found])!r} has no "
-                             f"attribute {attr!r})")
-        obj, found = getattr(obj, attr), found + 1
-    return obj
+    from hydra.utils import get_object
+
+    log = logging.getLogger("hydra.utils")
+    quiet, log.disabled = log.disabled, True
+    try:
+        return get_object(target)
+    except Exception as exc:  # noqa: BLE001 - any import failure, the module's own included: one line
+        raise BenchError(f"{where}.{TARGET}={target}: cannot be imported ({_why(exc, target)})") from None
+    finally:
+        log.disabled = quiet
 
 
 def _check_class(cls, where: str) -> None:
