@@ -20,6 +20,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import matplotlib
 import pandas as pd
@@ -138,6 +139,28 @@ def missing_input(figure: str, *paths: Path) -> Outcome | None:
         if not Path(p).is_file():
             return skip(figure, f"missing input {p}")
     return None
+
+
+NO_USABLE_ROWS = "no usable rows (status complete/skipped, split test) in {path}"
+
+
+def figure(name: str, rel: str, load: Callable[[Path], Any], empty: Callable[[Any], bool] | None = None,
+           why: str = NO_USABLE_ROWS):
+    """A figure script's ``make(results_dir, out_dir)`` from its drawing function ``draw(path, data, out_dir)``:
+    the one preamble of every script. The figure is skipped when its input ``results_dir/rel`` is missing, or when
+    ``empty(data)`` says the loaded data holds nothing to draw (``why``, with ``{path}``, says so)."""
+    def wrap(draw: Callable[[Path, Any, Path], Outcome]) -> Callable[[Path, Path], Outcome]:
+        @functools.wraps(draw)
+        def make(results_dir: Path, out_dir: Path) -> Outcome:
+            path = Path(results_dir) / rel
+            if (skipped := missing_input(name, path)) is not None:
+                return skipped
+            data = load(path)
+            if empty is not None and empty(data):
+                return skip(name, why.format(path=path))
+            return draw(path, data, out_dir)
+        return make
+    return wrap
 
 
 # -- numbers ---------------------------------------------------------------------------------------------------

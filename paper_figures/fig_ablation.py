@@ -46,14 +46,9 @@ def load(path: Path) -> pd.DataFrame:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load, empty=lambda d: d.empty)
+def make(path: Path, values, out_dir: Path) -> c.Outcome:
     """Ablation bars per weights preset (test top-1, mean over seeds, whiskers sd)."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    values = load(path)
-    if values.empty:
-        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
     stats = values.groupby(["system", PRESET])[TOP1].agg(["mean", "std"]).fillna({"std": 0.0})  # sd 0: one seed
     everything = c.system_order(values["system"])
     col = c.colours(everything)

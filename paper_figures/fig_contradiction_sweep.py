@@ -33,14 +33,9 @@ def load(path: Path) -> pd.DataFrame:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load, empty=lambda d: d.empty)
+def make(path: Path, values, out_dir: Path) -> c.Outcome:
     """Top-1 (test) vs contradiction rate per system, mean over seeds with a min-max band."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    values = load(path)
-    if values.empty:
-        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
     stats = values.groupby(["system", RATE])[TOP1].agg(["mean", "min", "max"])  # sorted by rate per system
     systems = c.system_order(values["system"])
     col = c.colours(systems)

@@ -40,12 +40,9 @@ def load(path: Path) -> dict[str, dict[str, list[tuple[float, float, float, floa
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, data, out_dir: Path) -> c.Outcome:
     """Top-1 over simulated time per system: test split with per-round intervals, dev split dashed."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    data = load(path)
     series, in_sample = data[SPLIT], data[IN_SAMPLE]
     if not series:
         return c.skip(NAME, f"no rows with split={SPLIT} in {path}")

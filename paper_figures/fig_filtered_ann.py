@@ -54,12 +54,9 @@ def _key(line: tuple[str, str]) -> tuple:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, data, out_dir: Path) -> c.Outcome:
     """recall@10 of the exact filtered top-10 against the superseded share, per system and size."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    data = load(path)
     if not data:
         return c.skip(NAME, f"{path}: no rows with a recall")
     sizes = sorted(data)

@@ -38,14 +38,10 @@ def load(path: Path) -> tuple[pd.DataFrame, bool]:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load, empty=lambda d: d[0].empty)
+def make(path: Path, loaded, out_dir: Path) -> c.Outcome:
     """Heatmap of test top-1 over the two half-lives."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    values, has_conf = load(path)
-    if values.empty:
-        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
+    values, has_conf = loaded
     means = values.groupby(["system", TEMPORAL, CONFIDENCE], dropna=False)[TOP1].mean()
     systems = c.system_order(values["system"])
     xs = sorted(set(values[TEMPORAL]))

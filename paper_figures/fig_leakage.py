@@ -50,12 +50,10 @@ def _label(ax, x: float, v: float, top: float) -> None:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, loaded, out_dir: Path) -> c.Outcome:
     """Temporal leakage@10 per system, overall and historical queries (test split)."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    systems, data, (n, n_fam), whisk = load(path)
+    systems, data, (n, n_fam), whisk = loaded
     if "not_measured" in data:
         return c.skip(NAME, f"leakage@10 {c.NOT_MEASURED} ({data['not_measured']})")
     fig = c.new_figure(max(5.0, 0.8 * len(systems) + 1.8), 3.6)

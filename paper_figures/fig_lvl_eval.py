@@ -55,12 +55,9 @@ def load(path: Path) -> dict:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, d, out_dir: Path) -> c.Outcome:
     """Re-embedding share per version step and the latency distribution per tier."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    d = load(path)
     fig = c.new_figure(10.0, 3.6)
     ax1, ax2 = fig.subplots(1, 2)
     steps = list(d["shares"])

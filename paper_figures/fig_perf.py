@@ -49,12 +49,10 @@ def load(path: Path) -> tuple[dict, dict]:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, loaded, out_dir: Path) -> c.Outcome:
     """Batch search time against N, and single-query latency, per system."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    batch, latency = load(path)
+    batch, latency = loaded
     if not batch and not latency:
         return c.skip(NAME, f"{path}: no synthetic search rows")
     fig = c.new_figure(9.6, 3.6)

@@ -75,12 +75,9 @@ def _bars(ax, groups: list[str], strategies: list[str], table: dict, labels: lis
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, d, out_dir: Path) -> c.Outcome:
     """Chunks re-embedded per edit by edit type and strategy, and single-word cost by document size."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    d = load(path)
     strategies = d["strategies"]
     types = _ordered({t for _, t in d["by_type"]}, EDIT_ORDER)
     sizes = sorted({k for _, k in d["by_size"]}, key=_size_key)

@@ -64,12 +64,10 @@ def load(path: Path) -> tuple[list[str], dict]:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, loaded, out_dir: Path) -> c.Outcome:
     """Reliability diagram per system (test split)."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    systems, data, (n, n_fam), whisk = load(path)
+    systems, data, (n, n_fam), whisk = loaded
     ncols = min(NCOLS, len(systems))
     nrows = math.ceil(len(systems) / ncols)
     fig = c.new_figure(3.0 * ncols + 0.4, 2.9 * nrows + 0.5)

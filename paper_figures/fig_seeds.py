@@ -40,14 +40,9 @@ def load(path: Path) -> pd.DataFrame:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load, empty=lambda d: d.empty)
+def make(path: Path, data, out_dir: Path) -> c.Outcome:
     """Per-seed top-1 per system (test split), dots and the mean."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    data = load(path)
-    if data.empty:
-        return c.skip(NAME, f"no usable rows (status complete/skipped, split test) in {path}")
     systems = c.system_order(data["system"])
     seeds = sorted(set(data[SEED]), key=_seed_key)
     stats = data.groupby("system")[TOP1].agg(["mean", "std", "max"]).fillna({"std": 0.0})  # sd 0 for one seed

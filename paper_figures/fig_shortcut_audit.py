@@ -86,12 +86,10 @@ def rule_order(kinds: dict) -> list[str]:
 
 
 @c.styled
-def make(results_dir: Path, out_dir: Path) -> c.Outcome:
+@c.figure(NAME, INPUT, load)
+def make(path: Path, loaded, out_dir: Path) -> c.Outcome:
     """Test top-1 of every shortcut-audit rule per profile, min-max over seeds, valid_cosine as reference."""
-    path = Path(results_dir) / INPUT
-    if (skipped := c.missing_input(NAME, path)) is not None:
-        return skipped
-    profiles, rows, kinds, counts = load(path)
+    profiles, rows, kinds, counts = loaded
     stats = rows.groupby(["profile", "rule"])["test_top1"].agg(["mean", "min", "max", "size"])
     rules = rule_order(kinds)
     if not profiles or not rules:
