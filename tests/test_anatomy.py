@@ -15,7 +15,7 @@ from smartvector_bench.core.metrics import names as M
 from smartvector_bench.core.metrics.bootstrap import percentile_bounds, resample_indices
 from smartvector_bench.core.run import Run
 
-from .test_store import make_corpus
+from .factories import make_corpus
 
 INF, NAN = np.inf, np.nan
 AS_OF = 25.0

@@ -18,7 +18,9 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.smartvector.store import VectorStore
 
-from .test_store import VERDICT_ROWS, VERDICT_VECS, Timeline, make_corpus
+from .factories import make_corpus
+from .store_cases import Timeline
+from .test_consolidation_agent import VERDICT_ROWS, VERDICT_VECS
 
 # ---- lineage ----------------------------------------------------------------------------------------------
 

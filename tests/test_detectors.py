@@ -9,7 +9,7 @@ from smartvector_bench.systems.smartvector.detectors import (
     ReferenceDetector, SemanticDetector, content_similarity, stated_values, word_sets_matrix,
 )
 
-from .test_store import make_corpus
+from .factories import make_corpus
 
 POLICY = "remote work allowed two days weekly"
 RUMOUR = "weekly days two never allowed remote work"

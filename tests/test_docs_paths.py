@@ -126,7 +126,7 @@ def test_the_readme_metrics_table_links_a_function_per_row():
     rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| metric ")]
     assert len(rows) >= 10
     for row in rows:
-        assert re.search(r"\[`\w+`\]\(smartvector_bench/core/metrics/\w+\.py\)", row), row
+        assert re.search(r"\[`\w+`\]\(smartvector_bench/core/(evaluation/)?(metrics/\w+|evaluator)\.py\)", row), row
 
 
 def test_the_readme_stays_short():

@@ -2,9 +2,9 @@
 the same float64 scores, on exact ties, times on window edges, dormant vectors, k above the number of live
 vectors, ragged blocks, several as_of groups, and queries its certificate has to widen or give back.
 
-Bit for bit on dyadic vectors (exact cosines in any BLAS call: ``test_formulas.dyadic_unit``), at the model's
+Bit for bit on dyadic vectors (exact cosines in any BLAS call: ``formula_cases.dyadic_unit``), at the model's
 dimension and the kernel's own block sizes; on Gaussian vectors, the run is the exact one (float64 cosines) up
-to the cosine's float32 rounding (``test_formulas.certificate_violations``), and every float32 key lies within
+to the cosine's float32 rounding (``formula_cases.certificate_violations``), and every float32 key lies within
 the kernel's own rounding bound of its float64 key."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from smartvector_bench.systems.smartvector.signals.confidence import ConfidenceP
 from smartvector_bench.systems.smartvector.signals.fusion import Weights
 from smartvector_bench.systems.smartvector.signals.temporal import TemporalParams
 
-from .test_formulas import (EXPIRED, F64_SLACK, ROWS, BlockSpy, _unit, certificate_violations, cosine_bound,
+from .formula_cases import (EXPIRED, F64_SLACK, ROWS, BlockSpy, _unit, certificate_violations, cosine_bound,
                             dyadic_near, dyadic_unit, kernel_columns, near_queries, repeated_across_blocks,
                             semantic_share, spec_brute, tie_rule_ties)
 
@@ -44,8 +44,8 @@ class Scorer:
 
 def spec(sv: Scorer, stored, qv, as_of, c: Columns, k: int):
     """The spec's run on every vector: ``fused`` on the dense cosines (bit-identical to ``score()``,
-    tests/test_formulas.py), ranked by ``rank_by_score``, by blocks of queries (a dyadic cosine is exact in any
-    product); (ranked, scores, the exact ties met along the tie rule)."""
+    tests/test_formulas_served.py), ranked by ``rank_by_score``, by blocks of queries (a dyadic cosine is exact
+    in any product); (ranked, scores, the exact ties met along the tie rule)."""
     ranked, top, ties = [], [], 0
     for lo in range(0, len(qv), ROWS):
         b = slice(lo, lo + ROWS)
@@ -97,7 +97,7 @@ def test_top_k_is_the_spec_on_ties_and_window_edges(dormant, dup):
 
 
 def test_agrees_with_the_signals_composed():
-    """The same run as ``signals/`` composed directly (test_formulas.spec_brute), not only as ``fused``."""
+    """The same run as ``signals/`` composed directly (formula_cases.spec_brute), not only as ``fused``."""
     rng = np.random.default_rng(11)
     n, q, k = 4000, 50, 10
     stored = dyadic_unit(rng, n)

@@ -198,7 +198,7 @@ print("DONE", flush=True)
 
 
 # Killed with Milvus untouched and with Milvus changed in place (its WAL never closed either way; os._exit at
-# before_hot_state, as test_livevectorlake.py runs it on the default tier, leaves Milvus as the kill does).
+# before_hot_state, as test_lvl_recovery.py runs it on the default tier, leaves Milvus as the kill does).
 @pytest.mark.parametrize("fault", ["after_cold_commit:3:pause", "before_hot_state:3:pause"])
 def test_writer_killed_between_tiers_recovers_on_open(tmp_path, fault):
     path = tmp_path / "l"
@@ -293,7 +293,7 @@ def test_milvus_settings_are_validated():
 
 
 def _corpus_and_vectors():
-    from .test_livevectorlake import POLICY, _corpus
+    from .test_lvl_retriever import POLICY, _corpus
 
     corpus = _corpus(POLICY)
     return corpus, np.stack([vec(t) for t in corpus.texts])

@@ -16,7 +16,8 @@ from smartvector_bench.systems.smartvector.replay import (
 )
 from smartvector_bench.systems.smartvector.store import VectorStore
 
-from .test_store import Timeline, make_corpus
+from .factories import make_corpus
+from .store_cases import Timeline
 
 INF = np.inf
 

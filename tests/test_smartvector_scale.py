@@ -1,5 +1,5 @@
 """SmartVector's search modes at scale (systems/smartvector/retriever.py, "Search modes") and the index helpers
-they use. The exhaustive paths against the spec are in ``tests/test_formulas.py``. The re-ranking path must give
+they use. The exhaustive paths against the spec are in ``tests/test_formulas_*.py``. The re-ranking path must give
 the exhaustive answer wherever it certifies, and never return a vector that the status rules exclude. Scale data: ``scale_dataset(3000)`` (synthetic vectors, real MiniLM base vectors).
 """
 
@@ -94,7 +94,7 @@ def test_dedupe_rows_keeps_first_occurrence_and_drops_negative_ids():
                                          [False, False, True, False, False, True]]
 
 
-# -- exhaustive (its formulas against the spec: tests/test_formulas.py) ------------------------------------
+# -- exhaustive (its formulas against the spec: tests/test_formulas_*.py) ----------------------------------
 
 def test_compiled_kernel_drops_excluded_and_pads_short_runs(served, data):
     """An as_of before every vector's creation leaves nothing to rank: -1 ids, NaN scores and confidence; a

@@ -13,7 +13,7 @@ against its sha256 before anything is parsed, and all its problems are raised to
 
 This is the boundary for untrusted input: each field's check sits beside the parser of its file so the message
 can name the line; the manifest, encoding and permission checks come from the loader fuzz tests
-(tests/test_fuzz_loader.py). Modules: ``columns`` (the classes and field names), ``read`` (one file, one
+(tests/test_fuzz_loader_*.py). Modules: ``columns`` (the classes and field names), ``read`` (one file, one
 field), ``corpus``, ``queries`` (qrels, queries and the split), ``labels``, ``manifest`` and ``loader``
 (:func:`load_dataset`). This ``__init__`` re-exports the public API.
 """

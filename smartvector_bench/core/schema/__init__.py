@@ -1,6 +1,6 @@
 """The dataset layout as a versioned JSON Schema (``dataset.schema.json``), read by the validator
 (:mod:`smartvector_bench.core.schema.check`, ``smartvector-validate``) and by the field table of
-docs/datasets.md (generated, checked by tests/test_claims.py)."""
+docs/datasets.md (generated, checked by tests/test_claims_readme.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,8 @@
 
 Each bound evaluates the spec's monotone formulas (``signals/``) at the span's start: T and C only decay as
 t grows, and dormancy, deprecation and archiving only start. ``confidence_bound`` is
-``signals.confidence.live_confidence`` on pre-scaled columns (``tests/test_formulas.py`` checks it bit for bit).
+``signals.confidence.live_confidence`` on pre-scaled columns (``tests/test_formulas_served.py`` checks it bit
+for bit).
 """
 
 from __future__ import annotations

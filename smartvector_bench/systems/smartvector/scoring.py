@@ -2,8 +2,8 @@
 
 ``fused`` implements :meth:`SmartVector.score` (the specification: ``signals/`` composed at each query's
 as_of) with the same floating-point operations in the same order, so it is bit-identical to it in float64;
-``tests/test_formulas.py`` holds it to that. ``top_k_by_key`` and ``dedupe_rows`` are the selection helpers of
-the exhaustive and re-ranking paths.
+``tests/test_formulas_served.py`` holds it to that. ``top_k_by_key`` and ``dedupe_rows`` are the selection
+helpers of the exhaustive and re-ranking paths.
 """
 
 from __future__ import annotations
