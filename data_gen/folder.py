@@ -12,7 +12,7 @@ from typing import Callable
 
 from smartvector_bench.core.dataset import file_sha256
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.provenance import git_sha, package_versions
+from smartvector_bench.core.results.provenance import git_sha, package_versions
 
 
 def jsonl(rows: list[dict]) -> str:

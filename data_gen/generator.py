@@ -23,7 +23,7 @@ its own rate. Every chunk's length and digit count are drawn from one distributi
 Dependency edges join answer and non-answer chunks alike: runbook step -> policy fact, runbook prerequisite
 -> policy scope, verification -> step, procedure -> contacts, cross-policy references (scope -> another
 family's contacts) and message replies. Ids are opaque, the corpus rows are shuffled, and labels (family,
-kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.labels`.
+kind, value) go to ``labels/``; judgments follow :mod:`smartvector_bench.core.evaluation.judgments`.
 
 Why this module is long: a family is one story told in order (time line, policy with its revisions, runbook,
 cross references, queries and their judgments); scenarios, messages, layout, splits and the text live in their
@@ -41,9 +41,9 @@ from datetime import timedelta
 
 import numpy as np
 
-from smartvector_bench.core.chunking import chunk_sentences
+from smartvector_bench.core.dataset.chunking import chunk_sentences
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.labels import Judgment, Timeline, judge_at
+from smartvector_bench.core.evaluation.judgments import Judgment, Timeline, judge_at
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers

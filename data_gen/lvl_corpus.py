@@ -21,7 +21,7 @@ is its span in the document version it was created in. Labels go to ``labels/`` 
 fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; the fact's value), each
 document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
 inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
-:func:`smartvector_bench.core.labels.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
+:func:`smartvector_bench.core.evaluation.judgments.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
 row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
 or test.
 """
@@ -34,7 +34,7 @@ from datetime import timedelta
 import numpy as np
 
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.labels import GRADE_AUTHORITATIVE, Timeline, judge_at
+from smartvector_bench.core.evaluation.judgments import GRADE_AUTHORITATIVE, Timeline, judge_at
 from smartvector_bench.core.timeutil import format_iso, parse_iso
 
 from .catalog.base import draw_fillers
@@ -337,7 +337,7 @@ def generate_lvl(p: LvlParams) -> tuple[list[dict], list[dict], list[dict], list
             queries.append(q)
             expected.append(in_force)  # checked against the judgment below, once every row is closed
 
-    # Judgments from the labels (smartvector_bench.core.labels), over each family's rows.
+    # Judgments from the labels (smartvector_bench.core.evaluation.judgments), over each family's rows.
     def days(value: str | None) -> float:
         return np.inf if value is None else (parse_iso(value) - start).total_seconds() / 86400.0
 

@@ -27,15 +27,15 @@ from tqdm.auto import tqdm
 from experiments.main import prepare_dataset
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
-from smartvector_bench.core.contract import check_search, retriever_call
+from smartvector_bench.core.run.contract import check_search, retriever_call
 from smartvector_bench.systems.smartvector.audit import detection_quality, explain, lineage
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import evaluate_split, judge
+from smartvector_bench.core.evaluation.evaluator import evaluate_split, judge
 from smartvector_bench.systems.smartvector.lifecycle import Status
-from smartvector_bench.core.metrics import mcnemar_exact, paired_cluster_permutation_test
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.evaluation.metrics import mcnemar_exact, paired_cluster_permutation_test
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.results.provenance import provenance
 from smartvector_bench.core.results import FEEDBACK_SERIES_FIELDS, FeedbackLoop
 from smartvector_bench.systems.smartvector.replay import (
     LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at,
@@ -83,7 +83,7 @@ def exists_at(run: Run, created_at: np.ndarray, t: float, k: int) -> Run:
 
 
 def _search(system: str, retriever, qv: np.ndarray, q_t, k: int, n_corpus: int) -> Run:
-    """One round's search, guarded and checked against the output contract (core/contract.py); ``system`` is the
+    """One round's search, guarded and checked against the output contract (core/run/contract.py); ``system`` is the
     configured name (both replays of ``retrievers.smartvector`` are ``smartvector``). A RanksByKey system
     (smartvector: dormant vectors last) may report scores that rise down its ranking."""
     with retriever_call(system, "search"):

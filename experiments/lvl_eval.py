@@ -35,11 +35,11 @@ Writes, in ``out_dir``: ``lvl_eval_reembed.csv`` (one row per document and versi
 ``lvl_eval.md`` and the same ``table.md`` (printed by the CLI) and, last, ``lvl_eval.json``. Everything is
 validated before the first file is written; every file is written atomically.
 
-Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.lvl_corpus``; the lake is driven
+Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.dataset.documents``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
-``smartvector_bench.core.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluator``); the
-claims and verdict rules are in ``smartvector_bench.core.verdicts.lvl_rules``, the table in
-``smartvector_bench.core.report_lvl``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
+``smartvector_bench.core.evaluation.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluation.evaluator``); the
+claims and verdict rules are in ``smartvector_bench.core.evaluation.verdicts.lvl_rules``, the table in
+``experiments.lvl_report``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
 validates, runs and writes.
 """
 
@@ -63,13 +63,13 @@ from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.lvl_corpus import LVL_FILES, load_versions
-from smartvector_bench.core.metrics.summary import ratio
-from smartvector_bench.core.provenance import provenance
-from smartvector_bench.core.report_lvl import SERIES, csv_text, render
+from smartvector_bench.core.dataset.documents import LVL_FILES, load_versions
+from smartvector_bench.core.evaluation.metrics.summary import ratio
+from smartvector_bench.core.results.provenance import provenance
+from experiments.lvl_report import SERIES, csv_text, render
 from smartvector_bench.core.results import LvlEval
 from smartvector_bench.core.settings import choice
-from smartvector_bench.core.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
+from smartvector_bench.core.evaluation.verdicts.lvl_rules import CLAIMS, RULES, claims_vs_ours, verdicts
 from smartvector_bench.systems.livevectorlake import LiveVectorLake
 from smartvector_bench.systems.livevectorlake.milvus_conn import remove_lake
 from experiments.config import (ExperimentSettings, VECTOR_S, check_data_bounds, check_embedder, check_regime,

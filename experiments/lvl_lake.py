@@ -11,9 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm.auto import tqdm
 
-from smartvector_bench.core.lvl_corpus import DocVersion
-from smartvector_bench.core.metrics.summary import latency_stats, rounded
-from smartvector_bench.core.report_lvl import SERIES
+from smartvector_bench.core.dataset.documents import DocVersion
+from smartvector_bench.core.evaluation.metrics.summary import latency_stats, rounded
+from experiments.lvl_report import SERIES
 from smartvector_bench.systems.livevectorlake.cold import INF_US, to_us
 
 

@@ -2,8 +2,8 @@
 change detection, the mapping of returned lake rows to corpus rows, and temporal accuracy.
 
 Every function reads what ``experiments/lvl_lake.py`` recorded while driving the lake (``Ingested``,
-``LakeRows``, the hits of ``time_queries``); the formulas are in ``smartvector_bench.core.metrics``. Returned
-rows are judged by the shared evaluator (``smartvector_bench.core.evaluator.judge_sets``: a lake row stands for
+``LakeRows``, the hits of ``time_queries``); the formulas are in ``smartvector_bench.core.evaluation.metrics``. Returned
+rows are judged by the shared evaluator (``smartvector_bench.core.evaluation.evaluator.judge_sets``: a lake row stands for
 the set of corpus rows ``CorpusMap`` gives, and top-1 / MRR@k / recall@k come from its ``rank_summary``); only
 the lake's own window check is scored here.
 """
@@ -16,10 +16,10 @@ import numpy as np
 
 from experiments.lvl_lake import Ingested, LakeRows
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import judge_sets, rank_summary
-from smartvector_bench.core.lvl_corpus import EMBED_CLASSES, POSITION_CLASSES, DocVersion
-from smartvector_bench.core.metrics.summary import latency_stats, prf, ratio, rounded, share_stats
-from smartvector_bench.core.report_lvl import SERIES
+from smartvector_bench.core.evaluation.evaluator import judge_sets, rank_summary
+from smartvector_bench.core.dataset.documents import EMBED_CLASSES, POSITION_CLASSES, DocVersion
+from smartvector_bench.core.evaluation.metrics.summary import latency_stats, prf, ratio, rounded, share_stats
+from experiments.lvl_report import SERIES
 from smartvector_bench.systems.livevectorlake.cold import to_us
 from smartvector_bench.systems.updates import chunk_hash
 

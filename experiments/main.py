@@ -18,19 +18,19 @@ from tqdm.auto import tqdm
 from data_gen.build import write_from_config
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
-from smartvector_bench.core.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
+from smartvector_bench.core.run.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
 from smartvector_bench.core.dataset import CORPUS_META, SPLITS, Dataset, SplitSettings, load_dataset
 from smartvector_bench.core.dataset.manifest import query_shortfall
 from smartvector_bench.core.dataset.regimes import apply_regime, regime_record, regime_settings
 from smartvector_bench.systems.discovery import in_tree
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import evaluate_split, hit_labels, judge, power_analysis
-from smartvector_bench.core import measured
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.calibration import calibration_report
-from smartvector_bench.core.metrics.scenarios import scenario_effects
-from smartvector_bench.core.provenance import header, provenance
+from smartvector_bench.core.evaluation.evaluator import evaluate_split, hit_labels, judge, power_analysis
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.metrics.calibration import calibration_report
+from smartvector_bench.core.evaluation.metrics.scenarios import scenario_effects
+from smartvector_bench.core.results.provenance import header, provenance
 from smartvector_bench.core.report import render
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.systems import build_retriever, configured
@@ -212,11 +212,11 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
                   unmeasured: dict[str, str] | None = None, labels=None) -> tuple[dict, dict, dict, dict]:
     """Everything metrics.json holds about the ranked lists, from the runs alone: each system's judgments, its
     metrics per split (paired tests against ``s.baseline`` when it ran) with the anatomy of its wrong top-1s
-    (``anatomy``, ``version_accuracy``: core/metrics/anatomy.py), its calibration, and the power analysis.
+    (``anatomy``, ``version_accuracy``: core/evaluation/metrics/anatomy.py), its calibration, and the power analysis.
     ``unmeasured``: the dataset's ``measured.unmeasured`` (None: everything is measured); ``labels``: the
     dataset's labels (None: the anatomy's label classes are not measured). The gate replays committed run files
     through it (``tools/gate/replay.py``)."""
-    from smartvector_bench.core.metrics import anatomy
+    from smartvector_bench.core.evaluation.metrics import anatomy
     baseline = s.baseline  # when it is not among the systems run, the paired columns stay empty
     judged = {name: judge(r, queries) for name, r in runs.items()}  # once per system: every split and file uses it
     baseline_correct = judged[baseline]["correct"] if baseline in runs else None
@@ -242,7 +242,7 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
 
 
 def scenario_table(judged: dict, queries, dataset: Dataset, baseline: str, s: MainSettings) -> dict | None:
-    """Test top-1 by scenario feature (core/metrics/scenarios.py), when the dataset's labels carry scenarios; the
+    """Test top-1 by scenario feature (core/evaluation/metrics/scenarios.py), when the dataset's labels carry scenarios; the
     paired gap is taken to the power reference (valid_cosine by default), the verdicts' reference."""
     labels = dataset.labels
     if labels is None or not any(labels.scenarios.values()):

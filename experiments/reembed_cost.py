@@ -1,7 +1,7 @@
 """experiment=reembed_cost: how many chunks does each update strategy re-embed per document edit?
 
 The SmartVector paper claims a single-word edit re-embeds one chunk with its surgical update instead of the
-whole document (its figures: ``core.paper_claims.PAPER_REEMBED_COST``). Here every strategy (``full``, ``cdc``, ``surgical``; see
+whole document (its figures: ``core.evaluation.paper_claims.PAPER_REEMBED_COST``). Here every strategy (``full``, ``cdc``, ``surgical``; see
 ``smartvector_bench.systems.updates``) replays the same seeded edit stream over the dataset's documents (latest
 version of each ``doc_id``), and we count, per edit, the chunks re-embedded and the texts actually sent to
 the model, and time the update. The embedder's cache is disabled: these are real embedding calls. After
@@ -32,10 +32,10 @@ from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.paper_claims import PAPER_REEMBED_COST
+from smartvector_bench.core.evaluation.paper_claims import PAPER_REEMBED_COST
 from smartvector_bench.core.index import FlatIndex
-from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
-from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.evaluation.metrics.bootstrap import bootstrap_mean_ci
+from smartvector_bench.core.results.provenance import provenance
 from smartvector_bench.core.results import ReembedCost
 from smartvector_bench.core.run import rank_by_score
 from smartvector_bench.core.settings import choice

@@ -1,7 +1,7 @@
 """experiment=shortcut_audit: could a label-aware reviewer beat ``valid_cosine`` with a surface cue?
 
 For each profile (``conf/dataset/<profile>.yaml``) and seed: generate the dataset, embed it with the configured
-embedder, and run every rule of :mod:`smartvector_bench.core.shortcuts` (cue rules, the learned ``surface_gbm``
+embedder, and run every rule of :mod:`experiments.shortcut_audit_rules` (cue rules, the learned ``surface_gbm``
 and the metadata rules; each learned on dev, applied on test). Writes ``shortcut_audit.csv`` (one row per
 profile x seed x rule), ``table.md`` and, last, ``shortcut_audit.json`` (per-seed results, the mean / min / max
 test gain of each rule over valid_cosine, whether every surface rule, ``surface_gbm`` included, stays within
@@ -26,11 +26,11 @@ from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.provenance import provenance
-from smartvector_bench.core.labels import KINDS
-from smartvector_bench.core.shortcut_learned import (FEATURES, GBM_FOLDS, GBM_LEAF_GRID, GBM_PARAMS, GBM_POOL,
+from smartvector_bench.core.results.provenance import provenance
+from smartvector_bench.core.evaluation.judgments import KINDS
+from experiments.shortcut_audit_gbm import (FEATURES, GBM_FOLDS, GBM_LEAF_GRID, GBM_PARAMS, GBM_POOL,
                                                      PERMUTATION_QUERIES, PERMUTATION_REPEATS)
-from smartvector_bench.core.shortcuts import (ALL_RULES, CERTAINTY_LEXICON, CERTAINTY_RE, HEDGE_LEXICON, HEDGE_RE,
+from experiments.shortcut_audit_rules import (ALL_RULES, CERTAINTY_LEXICON, CERTAINTY_RE, HEDGE_LEXICON, HEDGE_RE,
                                               KIND_ORDER, LEARNED_RULES, METADATA_CUES, NEWEST_TOP_M, SURFACE_CUES,
                                               TRUST_CUES, audit, length_rank, lexicon_count, version_groups)
 from experiments.config import check_embedder, check_regime

@@ -10,9 +10,9 @@ import itertools
 import numpy as np
 from tqdm.auto import tqdm
 
-from smartvector_bench.core.contract import check_info, check_search, retriever_call
+from smartvector_bench.core.run.contract import check_info, check_search, retriever_call
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import judge
+from smartvector_bench.core.evaluation.evaluator import judge
 from smartvector_bench.systems.base import FitsOnDev, RanksByKey, TrainsOnDev
 
 SELECTION = ("each stage's grid over the best settings so far, judged on the dev queries: highest dev top1, ties: "

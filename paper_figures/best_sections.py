@@ -3,9 +3,9 @@ reads no label (highest test top-1; the label-reading ceilings of ``common.CEILI
 its paired cluster permutation test against window + cosine (``valid_cosine``), the verdicts' reference.
 
 Single runs (main, main_large, handbook, facts) are read from ``<folder>/metrics.json`` (point and cluster-bootstrap
-interval) and their run files (``core.claims.run_queries``: per-query outcomes, families as clusters); the seeds
+interval) and their run files (``core.evaluation.claims.run_queries``: per-query outcomes, families as clusters); the seeds
 sweep from ``seeds/queries.csv`` (clusters: seed x family). Both tests are the verdicts' own
-:func:`~smartvector_bench.core.verdicts.pooled.pooled_paired`."""
+:func:`~smartvector_bench.core.evaluation.verdicts.pooled.pooled_paired`."""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from paper_figures.common import CEILINGS
-from smartvector_bench.core.claims import result, run_queries
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.claims import result, run_queries
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
-from smartvector_bench.core.verdicts.pooled import pooled_paired
+from smartvector_bench.core.evaluation.verdicts.pooled import pooled_paired
 
 REFERENCE = "valid_cosine"
 RUNS = (("main", "default profile, seed 42"), ("main_large", "large profile"), ("handbook", "18F handbook history"),

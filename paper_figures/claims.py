@@ -1,6 +1,6 @@
 """The claims table: each claim of the SmartVector paper (and of LiveVectorLake), our figure from the stored
 results under ``results/`` (no experiment is re-run), the statistical test and threshold it is judged by, the
-p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/verdicts/``; the
+p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/evaluation/verdicts/``; the
 pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/queries.csv``).
 
     python paper_figures/claims.py                 # print the table
@@ -32,11 +32,12 @@ sys.path.insert(0, str(REPO))
 import pandas as pd  # noqa: E402
 
 from experiments import feedback_loop, reembed_cost, shortcut_audit  # noqa: E402
-from smartvector_bench.core import claims as C, verdicts as V  # noqa: E402
+from smartvector_bench.core.evaluation import claims as C
+from smartvector_bench.core.evaluation import verdicts as V
 from smartvector_bench.core.atomic import atomic_write_text  # noqa: E402
-from smartvector_bench.core.metrics import names as M  # noqa: E402
+from smartvector_bench.core.evaluation.metrics import names as M  # noqa: E402
 from smartvector_bench.core.schema import field_table  # noqa: E402
-from smartvector_bench.core import measured  # noqa: E402
+from smartvector_bench.core.evaluation import measured
 from smartvector_bench.core.report import (  # noqa: E402
     calibration_table, category_table, interval_text, main_table, not_measured_line, ordered, power_line,
     scenario_table,
@@ -54,7 +55,7 @@ DOCUMENTS = (REPO / "README.md", REPO / "docs" / "findings.md", REPO / "docs" / 
              REPO / "docs" / "datasets.md")
 
 
-_result, _doc = C.result, C.doc  # the claims' own readers (smartvector_bench/core/claims.py), shared here
+_result, _doc = C.result, C.doc  # the claims' own readers (smartvector_bench/core/evaluation/claims.py), shared here
 
 
 def _json(results: Path, rel: str) -> dict | None:
@@ -69,7 +70,7 @@ def _pct(x: float | None, nd: int = 1) -> str:
     return "-" if x is None else f"{100 * x:.{nd}f}%"
 
 
-# The claim rows live in smartvector_bench/core/claims.py (the HTML report reads them too); named here as before.
+# The claim rows live in smartvector_bench/core/evaluation/claims.py (the HTML report reads them too); named here as before.
 Row, LVL_CLAIMS = C.Row, C.LVL_CLAIMS
 main_claims, sweep_claims, update_claims, lvl_claims = C.main_claims, C.sweep_claims, C.update_claims, C.lvl_claims
 
@@ -295,7 +296,7 @@ def _tune_section(results: Path) -> str:
 
 
 def _scenarios_section(results: Path, folder: str = "main_large") -> str:
-    """What each scenario feature costs each system (core/metrics/scenarios.py), from a profile's metrics.json."""
+    """What each scenario feature costs each system (core/evaluation/metrics/scenarios.py), from a profile's metrics.json."""
     mm = _result(results, folder, MainMetrics)
     if mm is None:
         return f"not measured (missing {folder}/{MainMetrics.FILE})\n"

@@ -28,9 +28,10 @@ import pandas as pd
 matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # after selecting the backend
-from smartvector_bench.core import measured, table_order
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.report import table_order
 from smartvector_bench.core.atomic import atomic_write_bytes
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import MainMetrics, ResultError
 from smartvector_bench.core.results.base import check, check_type
 from smartvector_bench.core.results.sweep import USABLE as USABLE_STATUS

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from smartvector_bench.core.claims import result
+from smartvector_bench.core.evaluation.claims import result
 from smartvector_bench.core.report import category_table, main_table, power_line
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.core.results.base import read_json

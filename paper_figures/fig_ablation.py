@@ -20,7 +20,7 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.metrics.names import TOP1
+from smartvector_bench.core.evaluation.metrics.names import TOP1
 from smartvector_bench.core.results import TIDY
 
 NAME = "fig_ablation"

@@ -18,7 +18,7 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.metrics.names import TOP1, hi, lo
+from smartvector_bench.core.evaluation.metrics.names import TOP1, hi, lo
 
 NAME = "fig_feedback_loop"
 INPUT = Path("feedback_loop") / "feedback_loop.csv"

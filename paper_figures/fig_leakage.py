@@ -18,7 +18,7 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.core.results.base import get_path
 

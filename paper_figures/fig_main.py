@@ -1,7 +1,7 @@
 """Main comparison (test split): top-1, stale rate, rumour rate and ECE per system (the baselines, the SmartVector
 family, the peers, the metadata filter and the label-reading oracle, in the main table's order) with 95% cluster
 bootstrap intervals over policy families, and the SmartVector paper's claimed values
-(``smartvector_bench.core.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a ceiling.
+(``smartvector_bench.core.evaluation.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a ceiling.
 
 Input: ``results/main/metrics.json``. Output: ``fig_main.png`` / ``fig_main.pdf``. ``fig_main_large.py`` draws
 the same chart from ``results/main_large/metrics.json`` (:func:`draw`).
@@ -18,8 +18,8 @@ try:
 except ImportError:  # run as a script: paper_figures/ is on sys.path
     import common as c
 
-from smartvector_bench.core import paper_claims  # the paper's numbers, read at call time, never typed here
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation import paper_claims
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
 
 NAME = "fig_main"

@@ -21,7 +21,7 @@ try:
 except ImportError:
     import common as c
 
-from smartvector_bench.core.shortcuts import SURFACE_CUES, TRUST_CUES  # the rules' order, as in the audit's table
+from experiments.shortcut_audit_rules import SURFACE_CUES, TRUST_CUES  # the rules' order, as in the audit's table
 
 NAME = "fig_shortcut_audit"
 INPUT = Path("shortcut_audit") / "shortcut_audit.csv"

@@ -5,7 +5,7 @@
 - :mod:`.tools`: the command line, the regression gate, sweeps, the performance benchmark and scale data.
 """
 
-from smartvector_bench.core import CONF_DIR, SCHEMA_VERSION, __version__  # noqa: F401 - the public names
+from smartvector_bench.core import CONF_DIR, SCHEMA_VERSION, __version__
 
 # ``retriever/all`` (conf/config.yaml's default): every conf/retriever/*.yaml, so any compose() finds every
 # in-tree system; the CLI re-registers it for its own search path (smartvector_bench/systems/discovery.py).

@@ -1,7 +1,9 @@
-"""Builders the tests share: a :class:`Corpus` from a few hand-written rows, and the chunk offsets the generator
-writes. One copy, so that a change to the corpus format is made once."""
+"""Builders the tests share: a :class:`Corpus` from a few hand-written rows, the chunk offsets the generator
+writes, and an outside plug-in tree. One copy, so that a change to the corpus format is made once."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -45,3 +47,18 @@ def make_corpus(rows: list[dict], **defaults) -> Corpus:
         offset_start=offsets[0], offset_end=offsets[1],
         index_of={cid: i for i, cid in enumerate(ids)},
     )
+
+
+def plugin_tree(root: Path, module: str, source: str, configs: dict[str, str]) -> tuple[Path, Path]:
+    """An outside plug-in under ``root``: (the folder to put on PYTHONPATH, holding ``module`` - a package when the
+    name has no ``.py`` - with ``source``; a config dir whose ``retriever/<name>.yaml`` holds each of ``configs``
+    under its ``# @package retrievers.<name>`` header)."""
+    src = root / "src"
+    target = src / module if module.endswith(".py") else src / module / "__init__.py"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(source, encoding="utf-8")
+    (root / "conf" / "retriever").mkdir(parents=True, exist_ok=True)
+    for name, body in configs.items():
+        (root / "conf" / "retriever" / f"{name}.yaml").write_text(f"# @package retrievers.{name}\n{body}",
+                                                                  encoding="utf-8")
+    return src, root / "conf"

@@ -1,4 +1,4 @@
-"""Error anatomy (core/metrics/anatomy.py): a hand-made corpus where one wrong top-1 of each class is placed and
+"""Error anatomy (core/evaluation/metrics/anatomy.py): a hand-made corpus where one wrong top-1 of each class is placed and
 lands in it; what is not measured without labels; version accuracy given the family on a hand-computed case; and
 evaluate_runs' anatomy per split, validated by MainMetrics and rendered in table.md."""
 
@@ -9,10 +9,10 @@ import pytest
 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Labels, Queries
-from smartvector_bench.core.labels import Timeline, judge_at
-from smartvector_bench.core.metrics import anatomy as A
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.bootstrap import percentile_bounds, resample_indices
+from smartvector_bench.core.evaluation.judgments import Timeline, judge_at
+from smartvector_bench.core.evaluation.metrics import anatomy as A
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.metrics.bootstrap import percentile_bounds, resample_indices
 from smartvector_bench.core.run import Run
 
 from .factories import make_corpus

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from smartvector_bench.core.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt, auroc,
+from smartvector_bench.core.evaluation.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt, auroc,
                                                    brier, calibration_report, ece, fit_calibration, fit_isotonic,
                                                    fit_platt)
 

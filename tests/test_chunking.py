@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from smartvector_bench.core.chunking import Chunk, chunk_paragraphs, chunk_sentences, split_sentences
+from smartvector_bench.core.dataset.chunking import Chunk, chunk_paragraphs, chunk_sentences, split_sentences
 
 _WORDS = ["policy", "remote", "work", "v2.3", "1.5", "days", "Approved", "e.g", "3.14", "staff", "Q&A",
           "refund", "x", "leave", "version", "N/A"]

@@ -14,7 +14,7 @@ def test_the_readme_prose_holds_on_the_committed_results():
     republication that changes them fails here until the prose is rewritten."""
     import pandas as pd
 
-    from smartvector_bench.core import verdicts
+    from smartvector_bench.core.evaluation import verdicts
 
     results = REPO / "results"
     # the soft variants return the same top-10 as the hard systems on every query of every stored run
@@ -48,7 +48,7 @@ def test_the_readme_prose_holds_on_the_committed_results():
 def test_the_readme_short_answer_holds_on_the_committed_results():
     """The README's opening: the paper's figures as the paper states them, and the short answer, checked on
     results/ (a republication that changes a verdict fails here until the sentence is rewritten)."""
-    from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE
+    from smartvector_bench.core.evaluation.paper_claims import PAPER_MAIN_TABLE
 
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     pc, sv = PAPER_MAIN_TABLE["plain_cosine"], PAPER_MAIN_TABLE["smartvector"]
@@ -97,7 +97,7 @@ def test_the_handbook_prose_holds_on_the_committed_results():
 
 def paired_p(folder: str, a: str, b: str, metric: str = "correct") -> float:
     """The paired cluster permutation p of ``metric`` between two systems of a committed run folder."""
-    from smartvector_bench.core.verdicts.pooled import pooled_paired
+    from smartvector_bench.core.evaluation.verdicts.pooled import pooled_paired
 
     r = pooled_paired(claims.C.run_queries(REPO / "results", folder), a, b, metric, min_seeds=1)
     assert r.reason is None, r.reason

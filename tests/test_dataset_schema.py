@@ -13,7 +13,7 @@ import pytest
 from smartvector_bench.core.dataset import (CORPUS_META, QUERY_META, SPLITS, SplitSettings, assign_grouped_split,
                                        load_dataset)
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.labels import DOC_TYPES, KINDS
+from smartvector_bench.core.evaluation.judgments import DOC_TYPES, KINDS
 from smartvector_bench.core.schema import load_schema
 from smartvector_bench.core.schema.check import main as validate_main
 from smartvector_bench.core.schema.check import validate_folder

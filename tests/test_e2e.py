@@ -188,7 +188,7 @@ def test_main_on_tiny_dataset_with_hashing_embedder(tiny_main_run):
 
 def test_saved_run_can_be_rescored_without_the_model(tiny_main_run):
     from smartvector_bench.core.dataset import load_dataset
-    from smartvector_bench.core.evaluator import evaluate_split
+    from smartvector_bench.core.evaluation.evaluator import evaluate_split
     from smartvector_bench.core.run import read_run_jsonl
 
     out, metrics = tiny_main_run

@@ -10,10 +10,10 @@ import pytest
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import judge, judge_sets, power_analysis, rank_summary
-from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_mean_ci, design_effect,
+from smartvector_bench.core.evaluation.evaluator import judge, judge_sets, power_analysis, rank_summary
+from smartvector_bench.core.evaluation.metrics import (bootstrap_mean_ci, cluster_bootstrap_mean_ci, design_effect,
                                             minimum_detectable_difference)
-from smartvector_bench.core.metrics.summary import first_relevant_rank
+from smartvector_bench.core.evaluation.metrics.summary import first_relevant_rank
 
 from .evaluator_cases import FAMILY, RANKED, make_queries, make_run
 

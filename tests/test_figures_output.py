@@ -80,7 +80,7 @@ def test_feedback_loop_draws_test_solid_and_dev_dashed(results, made, tmp_path, 
 
 
 def test_paper_claims_come_from_paper_claims_module(made, results, tmp_path, monkeypatch):
-    from smartvector_bench.core import paper_claims
+    from smartvector_bench.core.evaluation import paper_claims
 
     out, _ = made
     changed = copy.deepcopy(paper_claims.PAPER_MAIN_TABLE)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.pooled import pooled_paired
+from smartvector_bench.core.evaluation.verdicts.pooled import pooled_paired
 from smartvector_bench.tools.sweeps import regimes
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,7 +26,7 @@ def _best(folder: str) -> str:
 
 
 def _paired_p(folder: str, a: str, b: str) -> float:
-    from smartvector_bench.core.claims import run_queries
+    from smartvector_bench.core.evaluation.claims import run_queries
 
     return pooled_paired(run_queries(RESULTS, folder), a, b, "correct", min_seeds=1, n_resamples=2000).p_value
 
@@ -88,7 +88,7 @@ def test_without_exact_windows_the_method_does_not_take_over():
 
 
 def test_on_real_facts_only_the_fitted_smartvector_holds_without_windows():
-    from smartvector_bench.core.metrics import paired_cluster_permutation_test
+    from smartvector_bench.core.evaluation.metrics import paired_cluster_permutation_test
 
     df = regimes.outcomes_from_queries_csv(RESULTS / "regimes_facts" / "queries.csv")
     table = regimes.regime_table(df, n_permutations=2000)

@@ -13,7 +13,7 @@ import pytest
 from data_gen.catalog import TOPICS
 from data_gen.generator import KIND_OF, catalog_families
 from smartvector_bench.core.dataset import CORPUS_META, QUERY_META
-from smartvector_bench.core.labels import DOC_TYPES, KINDS
+from smartvector_bench.core.evaluation.judgments import DOC_TYPES, KINDS
 from smartvector_bench.core.timeutil import iso_to_days
 
 from .generator_cases import _rows

@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from smartvector_bench.core.labels import judge_at
+from smartvector_bench.core.evaluation.judgments import judge_at
 
 from .generator_cases import _rows
 from .generator_cases import corpus, default_files, ds, families, queries  # noqa: F401 - the default profile (fixtures)

@@ -1,5 +1,5 @@
 """Hostile plug-ins (issue 28, "a plug-in's output is trusted"): the output contract
-(smartvector_bench/core/contract.py) and the guarded call on small arrays, each breach one line naming the system,
+(smartvector_bench/core/run/contract.py) and the guarded call on small arrays, each breach one line naming the system,
 the call and (for a ranking) the query and the rule; and every in-tree system's runs, fresh and published, keep
 the contract."""
 
@@ -10,7 +10,7 @@ import signal
 import numpy as np
 import pytest
 
-from smartvector_bench.core.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
+from smartvector_bench.core.run.contract import RetrieverFault, check_info, check_search, check_signals, retriever_call
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import Run, read_run_jsonl, read_run_lines

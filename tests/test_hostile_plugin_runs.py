@@ -13,13 +13,14 @@ import pytest
 
 from experiments import feedback_loop
 from experiments import main as main_experiment
-from smartvector_bench.core.contract import RetrieverFault
+from smartvector_bench.core.run.contract import RetrieverFault
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import Run
 
 from .conftest import TINY, compose_config, run_cli, write_tiny
+from .factories import plugin_tree
 
 PLUGIN = '''
 import sys
@@ -83,13 +84,8 @@ CONTRACT = "systems: hostile.search broke the output contract: "
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> tuple[Path, Path]:
     """(folder holding the module hostile_ret, config dir with retriever/hostile.yaml), outside the repository."""
-    root = tmp_path_factory.mktemp("hostile")
-    (root / "src").mkdir()
-    (root / "src" / "hostile_ret.py").write_text(PLUGIN, encoding="utf-8")
-    (root / "conf" / "retriever").mkdir(parents=True)
-    (root / "conf" / "retriever" / "hostile.yaml").write_text(
-        "# @package retrievers.hostile\n_target_: hostile_ret.Hostile\nmode: ok\n", encoding="utf-8")
-    return root / "src", root / "conf"
+    return plugin_tree(tmp_path_factory.mktemp("hostile"), "hostile_ret.py", PLUGIN,
+                       {"hostile": "_target_: hostile_ret.Hostile\nmode: ok\n"})
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from experiments import main as main_experiment
-from smartvector_bench.core import provenance as prov
+from smartvector_bench.core.results import provenance as prov
 from smartvector_bench.core import scratch
 from smartvector_bench.core.dataset import file_sha256
 from smartvector_bench.core.errors import BenchError

@@ -1,4 +1,4 @@
-"""Ground-truth judgments (smartvector_bench.core.labels) on hand-made arrays: timelines, window edges, grades,
+"""Ground-truth judgments (smartvector_bench.core.evaluation.judgments) on hand-made arrays: timelines, window edges, grades,
 stale versus rumour, and announced values."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.core.labels import GRADE_AUTHORITATIVE, GRADE_CORRECT, Timeline, judge_at
+from smartvector_bench.core.evaluation.judgments import GRADE_AUTHORITATIVE, GRADE_CORRECT, Timeline, judge_at
 
 INF = np.inf
 

@@ -175,6 +175,13 @@ def test_no_module_is_long_without_saying_why():
     assert _too_long() == []
 
 
+def test_no_test_file_is_long():
+    """Tests are split by the module or concern they test; shared helpers live in a ``*_cases`` module."""
+    long = [f"{p.name}: {n} lines" for p in sorted((REPO / "tests").glob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
+    assert long == []
+
+
 @pytest.mark.parametrize("module", ["smartvector_bench.core", "smartvector_bench.systems", "smartvector_bench.tools"])
 def test_each_package_says_what_it_is(module):
     assert ast.get_docstring(ast.parse(MODULES[module].read_text()))

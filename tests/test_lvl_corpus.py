@@ -16,7 +16,7 @@ from data_gen.params import params_from_config
 from data_gen.writer import render_files, write_dataset
 from smartvector_bench.core.dataset import CORPUS_META, LABEL_FILES, QUERY_META, load_dataset
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.lvl_corpus import load_versions
+from smartvector_bench.core.dataset.documents import load_versions
 from smartvector_bench.core.timeutil import iso_to_days
 
 from .conftest import compose_config

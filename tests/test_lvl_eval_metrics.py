@@ -1,10 +1,10 @@
-"""The summaries experiment=lvl_eval scores with (smartvector_bench.core.metrics.summary), on hand-made inputs."""
+"""The summaries experiment=lvl_eval scores with (smartvector_bench.core.evaluation.metrics.summary), on hand-made inputs."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from smartvector_bench.core.metrics.summary import (first_relevant_rank, latency_stats, prf, ratio, rounded,
+from smartvector_bench.core.evaluation.metrics.summary import (first_relevant_rank, latency_stats, prf, ratio, rounded,
                                                    share_stats)
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from smartvector_bench.core.metrics import bin_index, bootstrap_ci, bootstrap_mean_ci, ece, mcnemar_exact
+from smartvector_bench.core.evaluation.metrics import bin_index, bootstrap_ci, bootstrap_mean_ci, ece, mcnemar_exact
 
 # ---------------------------------------------------------------- calibration
 

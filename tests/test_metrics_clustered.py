@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from smartvector_bench.core.metrics import (bootstrap_ci, bootstrap_mean_ci, cluster_bootstrap_ci,
+from smartvector_bench.core.evaluation.metrics import (bootstrap_ci, bootstrap_mean_ci, cluster_bootstrap_ci,
                                        cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
                                        paired_cluster_permutation_test)
 
@@ -285,7 +285,7 @@ def test_mde_shape_and_edges():
 
 @pytest.mark.parametrize("seed", [0, 3, 11])
 def test_the_ratio_fast_path_is_the_generic_cluster_bootstrap_exactly(seed):
-    from smartvector_bench.core.metrics.clustered import cluster_bootstrap_ratio_ci
+    from smartvector_bench.core.evaluation.metrics.clustered import cluster_bootstrap_ratio_ci
 
     rng = np.random.default_rng(seed)
     clusters = rng.integers(0, 9, size=120)

@@ -6,7 +6,7 @@ import random
 import ir_measures
 import pytest
 
-from smartvector_bench.core.metrics import ir_metrics
+from smartvector_bench.core.evaluation.metrics import ir_metrics
 
 QRELS = {
     "q1": {"a": 2, "b": 1, "c": 0, "d": 1},

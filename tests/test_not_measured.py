@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.evaluation import verdicts as V
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.tools.report import model, page
 from smartvector_bench.tools.sweeps import collect

@@ -15,6 +15,7 @@ from smartvector_bench.systems.base import FusesSignals, ScoresHits
 from smartvector_bench.tools.report import drill, stored_signals
 
 from .conftest import run_cli, write_tiny
+from .factories import plugin_tree
 
 PLUGIN = '''
 import numpy as np
@@ -68,14 +69,8 @@ RUN = ["embedder=hashing", "experiment.n_boot=20", "experiment.n_permutations=20
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> tuple[Path, Path]:
     """(package folder for PYTHONPATH, config dir with my_fuser.yaml and my_liar.yaml), outside the repository."""
-    root = tmp_path_factory.mktemp("capabilities")
-    (root / "pkgsrc" / "my_fuser").mkdir(parents=True)
-    (root / "pkgsrc" / "my_fuser" / "__init__.py").write_text(PLUGIN, encoding="utf-8")
-    (root / "conf" / "retriever").mkdir(parents=True)
-    for name, cls in (("my_fuser", "CosineFusion"), ("my_liar", "LyingFusion")):
-        (root / "conf" / "retriever" / f"{name}.yaml").write_text(
-            f"# @package retrievers.{name}\n_target_: my_fuser.{cls}\n", encoding="utf-8")
-    return root / "pkgsrc", root / "conf"
+    return plugin_tree(tmp_path_factory.mktemp("capabilities"), "my_fuser", PLUGIN,
+                       {"my_fuser": "_target_: my_fuser.CosineFusion\n", "my_liar": "_target_: my_fuser.LyingFusion\n"})
 
 
 @pytest.fixture(scope="module")

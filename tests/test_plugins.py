@@ -24,6 +24,7 @@ from smartvector_bench.systems.base import (AuditsConsolidation, ChecksDataset, 
 from smartvector_bench.tools.validate import check_retrievers, chosen_systems
 
 from .conftest import TINY, compose_config, run_cli, write_tiny
+from .factories import plugin_tree
 
 PLUGIN = '''
 import numpy as np
@@ -65,13 +66,8 @@ RUN = ["embedder=hashing", "experiment.n_boot=20", "experiment.n_permutations=20
 @pytest.fixture(scope="module")
 def plugin(tmp_path_factory) -> tuple[Path, Path]:
     """(package folder for PYTHONPATH, config dir with retriever/my_ret.yaml), both outside the repository."""
-    root = tmp_path_factory.mktemp("plugin")
-    (root / "pkgsrc" / "my_ret").mkdir(parents=True)
-    (root / "pkgsrc" / "my_ret" / "__init__.py").write_text(PLUGIN, encoding="utf-8")
-    (root / "conf" / "retriever").mkdir(parents=True)
-    (root / "conf" / "retriever" / "my_ret.yaml").write_text(
-        "# @package retrievers.my_ret\n_target_: my_ret.NumpyCosine\nbonus: 0.0\n", encoding="utf-8")
-    return root / "pkgsrc", root / "conf"
+    return plugin_tree(tmp_path_factory.mktemp("plugin"), "my_ret", PLUGIN,
+                       {"my_ret": "_target_: my_ret.NumpyCosine\nbonus: 0.0\n"})
 
 
 @pytest.fixture(scope="module")

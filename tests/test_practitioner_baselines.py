@@ -13,7 +13,7 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import judge
+from smartvector_bench.core.evaluation.evaluator import judge
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import FitsOnDev, Retriever, TrainsOnDev
 from smartvector_bench.systems.hybrid_valid import reciprocal_rank_fusion

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from smartvector_bench.core import provenance
+from smartvector_bench.core.results import provenance
 
 
 def test_git_dirty_counts_the_code_and_configs_not_the_results(tmp_path, monkeypatch):

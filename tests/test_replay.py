@@ -9,7 +9,7 @@ import pytest
 from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ConsolidationParams
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Labels, Queries
-from smartvector_bench.core.labels import Timeline as FactTimeline
+from smartvector_bench.core.evaluation.judgments import Timeline as FactTimeline
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.replay import (
     LiveSystem, ReplayParams, advance, apply_feedback, checkpoints, queries_at,

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from smartvector_bench.core import claims as C
+from smartvector_bench.core.evaluation import claims as C
 from smartvector_bench.core.report import MAIN_COLUMNS, categories, ordered
 from smartvector_bench.core.results import MainMetrics, load_sweep
 from smartvector_bench.tools.report import cli, model, page

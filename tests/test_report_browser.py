@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import MainMetrics
 
 from .conftest import REPO

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import (KINDS, FeedbackLoop, LvlEval, MainMetrics, ReembedCost, ResultError,
                                             SweepSummary)
 

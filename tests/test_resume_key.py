@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smartvector_bench.core import provenance as prov
+from smartvector_bench.core.results import provenance as prov
 from smartvector_bench.tools.sweeps import resume
 
 from .conftest import TINY, write_tiny

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from experiments.tuning import train_on_dev
-from smartvector_bench.core.contract import RetrieverFault, check_search
+from smartvector_bench.core.run.contract import RetrieverFault, check_search
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.rounding import SCORE_NOISE, rank_bounds, score_noise
+from smartvector_bench.core.run.rounding import SCORE_NOISE, rank_bounds, score_noise
 from smartvector_bench.core.run import Run, read_run_rows, write_run_jsonl
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.ltr.bounds import score_ranges, softmax_bounds, thresholds

@@ -11,7 +11,7 @@ import pytest
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import hit_labels, judge
+from smartvector_bench.core.evaluation.evaluator import hit_labels, judge
 from smartvector_bench.core.run import SIGNAL_KEYS, read_run_jsonl, read_run_rows, write_run_jsonl
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import ScoresHits

@@ -1,11 +1,11 @@
-"""core/metrics/scenarios.py: a feature's effect on top-1 by family, and on the paired gap to a reference."""
+"""core/evaluation/metrics/scenarios.py: a feature's effect on top-1 by family, and on the paired gap to a reference."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from smartvector_bench.core.metrics.scenarios import FEATURES, difference_by_family, scenario_effects
+from smartvector_bench.core.evaluation.metrics.scenarios import FEATURES, difference_by_family, scenario_effects
 from smartvector_bench.core.report import scenario_table
 
 

@@ -14,7 +14,7 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus, Labels, Queries, load_dataset
 from smartvector_bench.core.embedding import build_embedder
 from smartvector_bench.systems import build_retriever
-from smartvector_bench.core.shortcuts import audit, learn_set
+from experiments.shortcut_audit_rules import audit, learn_set
 
 from .conftest import compose_config, write_tiny
 from .shortcut_cases import _corpus
@@ -146,7 +146,7 @@ def test_summary_bars_surface_gbm_and_reports_metadata_beside_it():
 
 def test_diagnostics_hedges_by_message_class_and_longest_sections():
     from experiments.shortcut_audit import diagnostics, render_diagnostics
-    from smartvector_bench.core.labels import Timeline
+    from smartvector_bench.core.evaluation.judgments import Timeline
 
     texts = ["Confirmed: it is 1.", "I heard it is 3, pretty sure.", "Please note: from day 50 it is 2.",
              "Pretty sure it's 1.", "Town hall on Friday.",

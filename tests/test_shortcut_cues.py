@@ -9,7 +9,7 @@ import pytest
 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
-from smartvector_bench.core.shortcuts import audit
+from experiments.shortcut_audit_rules import audit
 
 from .shortcut_cases import _corpus
 
@@ -18,7 +18,7 @@ from .shortcut_cases import _corpus
 
 
 def test_hedge_certainty_and_digit_cues_count_what_they_say():
-    from smartvector_bench.core.shortcuts import cue_values
+    from experiments.shortcut_audit_rules import cue_values
 
     texts = ["I heard it is 5, pretty sure. Not official.",        # 3 hedges; 'official' after 'not': no certainty
              "Confirmed: the policy says 30 days, for the record.",  # 3 certainty phrases
@@ -33,7 +33,7 @@ def test_hedge_certainty_and_digit_cues_count_what_they_say():
 
 
 def test_every_required_hedge_and_certainty_phrase_is_in_the_lexicons():
-    from smartvector_bench.core.shortcuts import CERTAINTY_RE, HEDGE_RE, lexicon_count
+    from experiments.shortcut_audit_rules import CERTAINTY_RE, HEDGE_RE, lexicon_count
 
     hedges = ["i heard", "pretty sure", "reckons", "not official", "i think", "i believe", "apparently", "rumour",
               "rumor", "someone said", "heads up", "not sure", "probably", "supposedly", "as far as i know",
@@ -45,7 +45,7 @@ def test_every_required_hedge_and_certainty_phrase_is_in_the_lexicons():
 
 
 def test_length_rank_and_length_bin():
-    from smartvector_bench.core.shortcuts import cue_values, length_rank
+    from experiments.shortcut_audit_rules import cue_values, length_rank
 
     # doc a v1: lengths 10, 30, 20, 5, 20 (ties: the lower offset first); doc a v2: one chunk; doc b: two
     lengths = [10, 30, 20, 5, 20, 3, 7, 9]
@@ -59,7 +59,7 @@ def test_length_rank_and_length_bin():
 
 
 def test_email_source_is_a_metadata_cue():
-    from smartvector_bench.core.shortcuts import RULE_KIND, cue_values
+    from experiments.shortcut_audit_rules import RULE_KIND, cue_values
 
     v = cue_values(_corpus(["a", "b", "c"], source=["email", "slack", "policy_doc"]), None)
     assert v["email_source"].tolist() == ["True", "False", "False"]
@@ -155,7 +155,7 @@ def test_surface_gbm_never_reads_test_labels_times_authority_or_source():
     assert scrambled["rules"]["surface_gbm"]["test_top1"] < first["rules"]["surface_gbm"]["test_top1"]
     assert np.array_equal(first["picks"]["surface_gbm"][test], scrambled["picks"]["surface_gbm"][test])
     # Other times (every chunk still in force), authorities and sources: the same features and picks
-    from smartvector_bench.core.shortcut_learned import chunk_features
+    from experiments.shortcut_audit_gbm import chunk_features
 
     cos, corpus, queries = _planted(None, n_fam=60, seed=4)
     rng = np.random.default_rng(2)
@@ -176,7 +176,7 @@ def test_surface_gbm_is_deterministic():
 
 
 def test_surface_gbm_folds_hold_out_whole_families_of_dev_queries():
-    from smartvector_bench.core.shortcut_learned import dev_folds
+    from experiments.shortcut_audit_gbm import dev_folds
 
     groups = np.array(["a", "b", "a", "c", "d", "b", "e", "c"], dtype=object)
     dev = np.array([True, True, True, True, True, True, True, False])

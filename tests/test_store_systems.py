@@ -15,7 +15,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.contract import check_search
+from smartvector_bench.core.run.contract import check_search
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.dataset.regimes import apply_regime
 from smartvector_bench.core.embedding import build_embedder

@@ -18,7 +18,7 @@ from omegaconf import OmegaConf
 from data_gen.params import params_from_config
 from experiments.main import chosen_systems
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.provenance import config_sha256, resume_key
+from smartvector_bench.core.results.provenance import config_sha256, resume_key
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.tools.sweeps import MAX_DIRNAME, job_dirname, resume
 from smartvector_bench.tools.sweeps.callback import CollectSweep, SweepFolderCollision

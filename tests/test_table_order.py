@@ -1,4 +1,4 @@
-"""The main table's rows and roles come from one place, conf/table_order.yaml (core/table_order.py), and agree with
+"""The main table's rows and roles come from one place, conf/table_order.yaml (core/report/table_order.py), and agree with
 the retriever configs and with the capabilities their classes declare."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import yaml
 
 from smartvector_bench.core import CONF_DIR
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.table_order import BASELINES, CEILINGS, ROLES, SYSTEM_ORDER, TABLE, read_table
+from smartvector_bench.core.report.table_order import BASELINES, CEILINGS, ROLES, SYSTEM_ORDER, TABLE, read_table
 from smartvector_bench.systems import discovery, locate
 from smartvector_bench.systems.base import ReadsLabels, ScoresHits
 

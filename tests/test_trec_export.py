@@ -13,7 +13,7 @@ from ir_measures import RR, R, nDCG
 from experiments.main import run as run_main
 from smartvector_bench.core.dataset import SPLITS, load_dataset
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.evaluator import judge
+from smartvector_bench.core.evaluation.evaluator import judge
 from smartvector_bench.core.run import (Run, qrels_trec_lines, read_run_jsonl, read_run_trec, trec_run_lines,
                                    write_qrels_trec, write_run_trec)
 

@@ -11,7 +11,7 @@ import pytest
 from experiments.tuning import fit_on_dev
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import build_embedder
-from smartvector_bench.core.evaluator import judge
+from smartvector_bench.core.evaluation.evaluator import judge
 from smartvector_bench.systems import build_retriever
 from smartvector_bench.systems.base import FitsOnDev
 from smartvector_bench.systems.smartvector.retriever import SmartVector

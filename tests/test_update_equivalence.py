@@ -10,7 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from smartvector_bench.core.chunking import Chunk
+from smartvector_bench.core.dataset.chunking import Chunk
 from smartvector_bench.systems.updates import STRATEGIES, Chunker, DocumentStore, UpdateResult, surgical
 from smartvector_bench.systems.updates.edits import EDIT_TYPES, make_edits
 from smartvector_bench.systems.updates.store import compare, embed_texts

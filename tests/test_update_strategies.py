@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from smartvector_bench.core.chunking import Chunk
+from smartvector_bench.core.dataset.chunking import Chunk
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.systems.updates import (
     STRATEGIES,

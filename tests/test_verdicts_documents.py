@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.evaluation import verdicts as V
 
 
 # -- 7. re-embedding -------------------------------------------------------------------------------------------

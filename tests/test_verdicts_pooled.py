@@ -1,4 +1,4 @@
-"""The building blocks of the claims table's verdict rules (smartvector_bench/core/verdicts.py): Verdict, the Holm
+"""The building blocks of the claims table's verdict rules (smartvector_bench/core/evaluation/verdicts.py): Verdict, the Holm
 adjustment, sweep completeness, and the paired cluster permutation test and bootstrap pooled over seeds, on small
 synthetic per-query outcomes."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smartvector_bench.core import verdicts as V
-from smartvector_bench.core.metrics.clustered import paired_cluster_permutation_test
+from smartvector_bench.core.evaluation import verdicts as V
+from smartvector_bench.core.evaluation.metrics.clustered import paired_cluster_permutation_test
 
 from .verdict_cases import B, N, complete, first, frame
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.evaluation import verdicts as V
 
 from .verdict_cases import B, FAST, N, complete, first, frame
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.evaluation import verdicts as V
 
 from .verdict_cases import FAST, N, SEEDS, complete, frame
 

@@ -1,5 +1,5 @@
 """Small synthetic per-query outcomes for the tests of the claims table's verdict rules
-(smartvector_bench/core/verdicts.py), tests/test_verdicts_*.py; also used by tests/test_claims_sections.py.
+(smartvector_bench/core/evaluation/verdicts.py), tests/test_verdicts_*.py; also used by tests/test_claims_sections.py.
 
 Outcomes are built so that the paired tests are clear-cut: "system X answers the first k of the 8 queries of
 each family", so a difference has the same sign in every (seed, family) cluster (p = 2 / (N + 1) with N random

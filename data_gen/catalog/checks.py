@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
 
-from smartvector_bench.core.chunking import chunk_sentences
+from smartvector_bench.core.dataset.chunking import chunk_sentences
 
 from .base import (FILLERS, MIN_COUNTS, MIN_VALUES, N_SCOPES, QUESTION_FIELDS, QUESTION_MAX, SECTION_MAX,
                    SECTION_MIN, SECTIONS, VALUE_SECTIONS, CatalogError, Topic, load_catalog, load_topics)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from smartvector_bench.core import __version__
 from smartvector_bench.core.dataset import dataset_sha256
-from smartvector_bench.core.labels import GRADE_AUTHORITATIVE
+from smartvector_bench.core.evaluation.judgments import GRADE_AUTHORITATIVE
 from smartvector_bench.core.timeutil import format_iso
 
 from ..folder import file_entries, jsonl, provenance, qrels_tsv, queries_jsonl, refuse_existing, write_folder

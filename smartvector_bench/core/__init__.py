@@ -1,6 +1,15 @@
-"""The harness core: data in, run out, scored. A dataset folder is loaded (:mod:`.dataset`, checked against
-:mod:`.schema`), embedded (:mod:`.embedding`), indexed (:mod:`.index`); a system's answers are a :mod:`.run`,
-scored by :mod:`.evaluator` with the formulas of :mod:`.metrics`, and written with :mod:`.provenance`.
+"""The harness core: data in, run out, scored. One folder or module per stage of the pipeline:
+
+* :mod:`.dataset`: the dataset format, its loader and checks (with :mod:`.schema`), chunking and the
+  ``documents.jsonl`` / ``edits.jsonl`` of a versioned-document corpus;
+* :mod:`.embedding`: embedders and their cache; :mod:`.index`: FAISS indexes;
+* :mod:`.run`: a system's answers (run files), the output contract every retriever call is held to, and the
+  float-rounding model of a score;
+* :mod:`.evaluation`: judgments, metric formulas, the evaluator, verdicts and the paper's claims;
+* :mod:`.results`: typed result files and the provenance each records; :mod:`.report`: tables and table order.
+
+Plumbing every stage shares: errors (``errors``, ``cli_errors``), atomic writes, ragged arrays (``csr``), typed
+config sections (``settings``), simulated time (``timeutil``) and scratch space and signals (``scratch``).
 Nothing here imports a system, an experiment or a tool."""
 
 from pathlib import Path as _Path

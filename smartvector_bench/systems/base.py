@@ -42,7 +42,7 @@ class Retriever(Protocol):
         ``query_family=``. Every other system must ignore unknown keyword arguments.
 
         The output contract, checked on every result before anything is scored or written
-        (:func:`smartvector_bench.core.contract.check_search`; a break stops the run naming the system, the query
+        (:func:`smartvector_bench.core.run.contract.check_search`; a break stops the run naming the system, the query
         and the rule): a :class:`Run` with ``ranked`` and ``scores`` of shape ``(n_queries, <= k)`` and
         ``confidence`` of shape ``(n_queries,)``; integer ids in ``[0, len(corpus))``, unique per query, with
         ``-1`` and a NaN score as padding after the last hit only; finite scores for the hits; confidence in
@@ -73,7 +73,7 @@ class ChecksDataset(Protocol):
 class RanksByKey(Protocol):
     """Optional: a system whose ranking puts a key before the score it reports (recency, authority, dormancy),
     so its scores need not fall down the ranking; the output contract skips that one rule for it
-    (``smartvector_bench/core/contract.py``). Every other system's scores must not increase down the ranking."""
+    (``smartvector_bench/core/run/contract.py``). Every other system's scores must not increase down the ranking."""
 
     rank_key: str  # what orders the hits before the score, in words (for the docs and error messages)
 

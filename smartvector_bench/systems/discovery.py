@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.table_order import SYSTEM_ORDER
+from smartvector_bench.core.report.table_order import SYSTEM_ORDER
 
 GROUP = "retriever"
 ALL = "all"

@@ -24,7 +24,7 @@ import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.index import FlatIndex
-from smartvector_bench.core.rounding import rank_bounds, score_noise
+from smartvector_bench.core.run.rounding import rank_bounds, score_noise
 from smartvector_bench.core.run import Run, rank_by_score
 from smartvector_bench.core.settings import section
 from smartvector_bench.systems.bm25 import BM25, query_texts
@@ -48,7 +48,7 @@ def rrf_bounds(lists: list[np.ndarray], depth: int, rrf_k: float, ranked: np.nda
                cosine: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every RRF score each hit of ``ranked`` (Q, k) could take on another CPU, and the confidence (the top-1's
     cosine clipped to [0, 1]): ((Q, k, 2), (Q, 2)). ``lists`` are the fused lists' (Q, N) scores (-inf =
-    excluded); a score may move by ``core.rounding.score_noise``, so each item's rank in a list lies within
+    excluded); a score may move by ``core.run.rounding.score_noise``, so each item's rank in a list lies within
     ``rank_bounds`` and its RRF within the sums of 1 / (rrf_k + rank) over those ranks (0 beyond ``depth``). A hit
     whose RRF could be 0 could drop out: lo = -inf. The confidence's top-1 is any item whose RRF could reach the
     largest sure RRF."""

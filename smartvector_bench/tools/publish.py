@@ -48,7 +48,7 @@ from pathlib import Path
 from experiments import OPTIONAL_RUN_FILES
 from smartvector_bench.core.atomic import atomic_write_bytes, atomic_write_json
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.provenance import git_sha, package_versions
+from smartvector_bench.core.results.provenance import git_sha, package_versions
 from smartvector_bench.tools.gate.common import EXPERIMENTS, REPO, RESULTS_DIR, rel
 from smartvector_bench.core.results import MainMetrics
 from smartvector_bench.tools.gate import children

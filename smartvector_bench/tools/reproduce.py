@@ -45,7 +45,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from smartvector_bench.core.atomic import atomic_write_json
-from smartvector_bench.core.provenance import _cpuinfo, git_sha, package_versions
+from smartvector_bench.core.results.provenance import _cpuinfo, git_sha, package_versions
 from smartvector_bench.tools import reproduce_report as report
 from smartvector_bench.tools.gate.common import REPO, RESULTS_DIR, rel
 from smartvector_bench.tools.reproduce_measure import MB, POLL_S, RUNNING, forward_signal, run_measured

@@ -10,7 +10,7 @@ import numpy as np
 
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.csr import Ragged
-from smartvector_bench.core.labels import Timeline
+from smartvector_bench.core.evaluation.judgments import Timeline
 
 SPLITS = ("dev", "test")
 # Dataset layouts this loader reads: 2.0 (every field required, five categories) and 2.1, its superset

@@ -8,7 +8,7 @@ import numpy as np
 
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.labels import DOC_TYPES, KINDS, Timeline
+from smartvector_bench.core.evaluation.judgments import DOC_TYPES, KINDS, Timeline
 
 from .columns import Corpus, LABEL_FILES, Labels, Queries
 from .queries import id_list

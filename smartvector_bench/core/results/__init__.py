@@ -6,7 +6,7 @@
 - :class:`SweepSummary`: a sweep's ``summary.json``.
 
 :func:`load` (frame.py) reads a run folder, a sweep folder or all of results/ as one pandas DataFrame.
-Metric names are declared in :mod:`smartvector_bench.core.metrics.names`.
+Metric names are declared in :mod:`smartvector_bench.core.evaluation.metrics.names`.
 """
 
 from smartvector_bench.core.results.base import ResultError, ResultFile

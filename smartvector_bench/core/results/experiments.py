@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from smartvector_bench.core import SCHEMA_VERSION
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results.base import ResultFile, check, check_type, get_path
 
 

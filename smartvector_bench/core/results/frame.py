@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results.main import MainMetrics, system_rows
 from smartvector_bench.core.results.sweep import TIDY
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from smartvector_bench.core import SCHEMA_VERSION, measured
-from smartvector_bench.core.metrics import anatomy as A
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core import SCHEMA_VERSION
+
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.evaluation.metrics import anatomy as A
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results.base import ResultFile, check, check_type, get_path, optional
 
 SPLITS = ("dev", "test")
@@ -39,7 +41,7 @@ class MainMetrics(ResultFile):
     timings_s: dict                 # wall time, informational
     skipped_systems: dict | None = optional()   # systems: all, and the dataset could not serve these
     resources: dict | None = optional()         # peak memory, informational (files before it have none)
-    scenarios: dict | None = optional()         # test top-1 by scenario feature (core/metrics/scenarios.py)
+    scenarios: dict | None = optional()         # test top-1 by scenario feature (core/evaluation/metrics/scenarios.py)
 
     def _check(self, where: str) -> None:
         for key in ("sha256", "n_queries", "n_vectors"):
@@ -116,7 +118,7 @@ def _in_unit(m: dict, where: str, at: str) -> None:
 
 
 def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
-    """A split's ``not_measured`` (``{metric: reason}``, :mod:`smartvector_bench.core.measured`), checked; {} when
+    """A split's ``not_measured`` (``{metric: reason}``, :mod:`smartvector_bench.core.evaluation.measured`), checked; {} when
     absent (everything measured)."""
     skip = m.get(measured.KEY)
     if skip is None:
@@ -130,7 +132,7 @@ def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
 
 
 def _version_accuracy(m: dict, where: str, at: str) -> None:
-    """A split's ``version_accuracy`` (with its interval) and ``anatomy`` (core/metrics/anatomy.py): both or neither
+    """A split's ``version_accuracy`` (with its interval) and ``anatomy`` (core/evaluation/metrics/anatomy.py): both or neither
     (files written before them have neither); a null only with its reason (``anatomy.not_measured``); the classes
     partition the misses."""
     has_va, has_an = M.VERSION_ACCURACY in m, M.ANATOMY in m

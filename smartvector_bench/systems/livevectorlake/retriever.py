@@ -54,7 +54,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from smartvector_bench.core.chunking import chunk_paragraphs
+from smartvector_bench.core.dataset.chunking import chunk_paragraphs
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.run import Run, rank_by_score

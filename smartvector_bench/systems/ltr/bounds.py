@@ -1,7 +1,7 @@
 """Every score and confidence an ``ltr`` run could take on another CPU (``Run.bounds``), for the regression gate.
 
 A tree's output is a step function of its features, so a float32 cosine or BM25 score that moves by rounding
-(``core.rounding.score_noise``) changes a candidate's score only when it crosses a split threshold, and changes the
+(``core.run.rounding.score_noise``) changes a candidate's score only when it crosses a split threshold, and changes the
 candidate set only at a list's cut-off. Here, per query:
 
 - **presence**: a chunk is surely a candidate when some list would keep it at its worst possible rank
@@ -23,7 +23,7 @@ import itertools
 
 import numpy as np
 
-from smartvector_bench.core.rounding import rank_bounds, score_noise
+from smartvector_bench.core.run.rounding import rank_bounds, score_noise
 from smartvector_bench.systems.ltr.features import FEATURES
 
 NOISY = ("cosine", "cosine_gap", "bm25", "bm25_ratio")  # computed from float32 scores; the rest are exact

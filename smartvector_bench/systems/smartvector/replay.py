@@ -18,7 +18,7 @@ import numpy as np
 from smartvector_bench.systems.smartvector.consolidation import ConsolidationAgent, ingest_until
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Corpus, Labels, Queries
-from smartvector_bench.core.labels import judge_at
+from smartvector_bench.core.evaluation.judgments import judge_at
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.core.settings import choice
 from smartvector_bench.systems.smartvector.store import VectorStore
@@ -44,7 +44,7 @@ def queries_at(queries: Queries, corpus: Corpus, labels: Labels, t: float) -> tu
     """The queries that can be asked at ``t``, each judged as of then; returns (queries, rows).
 
     Non-historical queries are asked as of ``t``: their relevant / stale / rumour sets are re-derived from the
-    labels at ``t`` (:func:`smartvector_bench.core.labels.judge_at`, over the chunks that exist by then), and a
+    labels at ``t`` (:func:`smartvector_bench.core.evaluation.judgments.judge_at`, over the chunks that exist by then), and a
     query is skipped while no chunk answers it. Historical queries keep their own as_of and judgments and are
     asked once ``t >= as_of``.
     """

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smartvector_bench.core.chunking import split_sentences
+from smartvector_bench.core.dataset.chunking import split_sentences
 from smartvector_bench.core.dataset import Corpus, load_corpus
 from smartvector_bench.core.errors import BenchError
 

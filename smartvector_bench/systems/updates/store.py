@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from smartvector_bench.core.chunking import Chunk, chunk_paragraphs, chunk_sentences
+from smartvector_bench.core.dataset.chunking import Chunk, chunk_paragraphs, chunk_sentences
 from smartvector_bench.core.errors import BenchError
 
 EmbedFn = Callable[[Sequence[str]], np.ndarray]

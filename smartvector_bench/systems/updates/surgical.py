@@ -59,7 +59,7 @@ from bisect import bisect_left
 
 import numpy as np
 
-from smartvector_bench.core.chunking import Chunk
+from smartvector_bench.core.dataset.chunking import Chunk
 from smartvector_bench.systems.updates.store import DocumentStore, EmbedFn, UpdateResult, chunk_hash, embed_texts
 
 NAME = "surgical"

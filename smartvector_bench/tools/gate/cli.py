@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from smartvector_bench.core.provenance import result_config
+from smartvector_bench.core.results.provenance import result_config
 from smartvector_bench.core.results import MainMetrics, ResultError
 from smartvector_bench.tools.gate import children, models, rankings
 from smartvector_bench.tools.gate.committed import check_committed, host_note, this_host

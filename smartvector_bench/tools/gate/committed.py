@@ -13,7 +13,7 @@ import json
 import platform
 from pathlib import Path
 
-from smartvector_bench.core.provenance import fingerprint, machine, package_versions
+from smartvector_bench.core.results.provenance import fingerprint, machine, package_versions
 from smartvector_bench.core.run import read_run_lines
 from smartvector_bench.core.results import MainMetrics, ResultError, system_rows
 from smartvector_bench.tools.gate import files, sweeps

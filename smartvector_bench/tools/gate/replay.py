@@ -44,7 +44,7 @@ def figure_misses(fresh: dict, stored: dict, exact: bool) -> list[str]:
 
 def has_anatomy(doc: dict) -> bool:
     """Whether a metrics.json of experiment=main holds the error anatomy (any system, any split)."""
-    from smartvector_bench.core.metrics import names as M
+    from smartvector_bench.core.evaluation.metrics import names as M
     return any(isinstance(m, dict) and M.ANATOMY in m for per in (doc.get("systems") or {}).values()
                for m in (per or {}).values())
 
@@ -84,9 +84,9 @@ def replay_main(label: str, folder: Path, exact: bool, how: str) -> list[Row]:
 
 def _replay_main(label: str, folder: Path, exact: bool, how: str, tmp: Path) -> list[Row]:
     from experiments.main import evaluate_runs, scenario_table, settings
-    from smartvector_bench.core import measured
+    from smartvector_bench.core.evaluation import measured
     from smartvector_bench.core.dataset import SPLITS
-    from smartvector_bench.core.evaluator import hit_labels
+    from smartvector_bench.core.evaluation.evaluator import hit_labels
     from smartvector_bench.core.report import render
     from smartvector_bench.core.run import as_of_text, read_run_jsonl, read_run_lines, write_qrels_trec, write_run_trec
     from smartvector_bench.tools.report import stored_queries

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import TIDY, ResultError, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
 from smartvector_bench.core.results.sweep import STATUSES, USABLE

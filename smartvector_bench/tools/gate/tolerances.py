@@ -2,7 +2,7 @@
 two numbers loosely.
 
 Two machines agree bit for bit only when their float kernels do: the same CPU model and instruction sets, the
-same kernels picked by torch, numpy and each BLAS, the same packages (``core.provenance.machine``). Then every
+same kernels picked by torch, numpy and each BLAS, the same packages (``core.results.provenance.machine``). Then every
 comparison is exact (:func:`exact_host`). Otherwise a float32 result may move by rounding, and only by rounding:
 
 * **A score** (:func:`score_bound`). Every score the harness ranks by is a float32 cosine of two unit
@@ -21,7 +21,7 @@ comparison is exact (:func:`exact_host`). Otherwise a float32 result may move by
   towards the other); exactly equal scores in both runs must keep their order (the documented tie rule: the
   lower corpus index first), so a change of the tie rule fails on every host.
 * **A system whose scores jump with its inputs** (rank fusion, trees) bounds its own run under this noise
-  (``Run.bounds``, ``core/rounding.py``); its lines are compared within those bounds (``rankings.bounded_diff``),
+  (``Run.bounds``, ``core/run/rounding.py``); its lines are compared within those bounds (``rankings.bounded_diff``),
   up to ``BOUNDS_SLACK`` for the bounds' own float64 rounding.
 * **A stored figure recomputed** by today's code from the committed run files (``REPLAY_UNITS``): float64
   arithmetic in another summation order moves a figure by ~1e-16, which can put it on the other side of a
@@ -33,8 +33,8 @@ from __future__ import annotations
 import math
 import re
 
-# The noise model, shared with the systems that bound their own runs (core/rounding.py).
-from smartvector_bench.core.rounding import DIM, EMBED_ULPS, EPS32, LAMBDA, SCORE_NOISE  # noqa: F401
+# The noise model, shared with the systems that bound their own runs (core/run/rounding.py).
+from smartvector_bench.core.run.rounding import DIM, EMBED_ULPS, EPS32, LAMBDA, SCORE_NOISE  # noqa: F401
 
 # A run that carries its own bounds (``Run.bounds``: rank fusion, trees) computed them in another summation order
 # than its scores: a value on the edge may fall outside by float64 rounding (~1e-16), never by more than this.

@@ -47,7 +47,7 @@ from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.dataset import load_dataset
 from smartvector_bench.core.embedding import MAX_BATCH_TOKENS, MiniLMEmbedder, _normalise
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.results.provenance import provenance
 
 BATCH_SIZE = 64  # the old encoder's batch size (conf/embedder/minilm.yaml before per-text encoding)
 DATASET = "versioned_policies"

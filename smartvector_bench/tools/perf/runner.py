@@ -27,7 +27,7 @@ import numpy as np
 from smartvector_bench.core import SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.provenance import provenance
+from smartvector_bench.core.results.provenance import provenance
 from smartvector_bench.tools.perf import filtered_report
 from smartvector_bench.tools.perf.cases import CASES, search_case
 from smartvector_bench.tools.perf.machine import machine_info

@@ -1,8 +1,8 @@
 """Stored results -> the page model: plain dicts (and the drill-down JSON) that ``page.py`` renders.
 
 Every number is read through the typed result classes (MainMetrics, SweepSummary, the sweep loader) and every
-cell text comes from the renderers of the README's tables (``core/report.py``: ``main_cell``, ``category_cell``,
-``metric_parts``, ``power_line``; ``core/claims.py`` for the claims), so the page and the README cannot disagree.
+cell text comes from the renderers of the README's tables (``core/report/__init__.py``: ``main_cell``, ``category_cell``,
+``metric_parts``, ``power_line``; ``core/evaluation/claims.py`` for the claims), so the page and the README cannot disagree.
 A cell's ``value`` is the stored value itself as JSON (full precision; ``null`` when absent).
 """
 
@@ -12,12 +12,12 @@ import json
 import math
 from pathlib import Path
 
-from smartvector_bench.core import claims as C
-from smartvector_bench.core import verdicts as V
+from smartvector_bench.core.evaluation import claims as C
+from smartvector_bench.core.evaluation import verdicts as V
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core import measured
-from smartvector_bench.core.metrics import anatomy as A
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.evaluation.metrics import anatomy as A
 from smartvector_bench.core.report import (
     MAIN_COLUMNS, VERSION_HEADER, categories, category_cell, interval_text, main_cell, metric_parts,
     not_measured_line, ordered, p_text, power_line, version_cell,

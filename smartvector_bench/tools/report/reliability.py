@@ -9,7 +9,7 @@ import base64
 import io
 import math
 
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 
 NCOLS = 4
 SPLIT = "test"

@@ -12,7 +12,7 @@ from numpy.dtypes import StringDType
 
 from smartvector_bench.core.dataset import Corpus, Labels, Queries
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.labels import Timeline
+from smartvector_bench.core.evaluation.judgments import Timeline
 from smartvector_bench.core.timeutil import from_days
 from smartvector_bench.tools.scale.base import DIM, base_vectors, cached_embedder, load_base
 from smartvector_bench.tools.scale.columns import (

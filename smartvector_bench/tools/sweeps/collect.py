@@ -39,8 +39,8 @@ import pandas as pd
 from smartvector_bench.core import SCHEMA_VERSION as BENCH_SCHEMA_VERSION
 from smartvector_bench.core.atomic import atomic_write_json, atomic_write_text
 from smartvector_bench.core.cli_errors import reports_bad_input
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.provenance import git_sha, package_versions
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.results.provenance import git_sha, package_versions
 from smartvector_bench.core.results import RESULT_COLUMNS, SWEEP_SCHEMA_VERSION, TIDY, SweepSummary, system_rows
 from smartvector_bench.tools.sweeps.jobs import Collection, JobResult, collect, rel, usable
 from smartvector_bench.tools.sweeps.summary import summarise

@@ -5,8 +5,8 @@ sweep (``smartvector-bench -m experiment=regimes``; conf/experiment/regimes.yaml
 
 Reads every job folder of the sweep (``SWEEP/<job>/metrics.json`` and its ``run_<system>.jsonl``): the regime is
 metrics.json's ``dataset.metadata.regime`` (absent: ``full``), the seed its ``dataset.seed``, and each query's
-correctness, split and family come from the run file (``core/run.py`` ``write_run_jsonl``). Each non-full cell
-gives its drop from ``full`` and a paired cluster permutation test (``core.metrics``
+correctness, split and family come from the run file (``core/run/__init__.py`` ``write_run_jsonl``). Each non-full cell
+gives its drop from ``full`` and a paired cluster permutation test (``core.evaluation.metrics``
 ``paired_cluster_permutation_test``): each query is paired with the same query under ``full`` in the job of the
 same seed, and the clusters are the (seed, family) pairs. A system that a regime leaves out (its check refuses the
 served corpus) has an empty cell. Writes ``OUT/regimes.md`` and ``OUT/regimes.csv``.
@@ -25,7 +25,7 @@ import pandas as pd
 from smartvector_bench.core.atomic import atomic_write_text
 from smartvector_bench.core.dataset.regimes import REGIMES
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.metrics import paired_cluster_permutation_test
+from smartvector_bench.core.evaluation.metrics import paired_cluster_permutation_test
 from smartvector_bench.core.report import ordered
 
 PROG = "python -m smartvector_bench.tools.sweeps.regimes"

@@ -3,7 +3,7 @@
 An experiment writes its result file (``metrics.json`` for ``experiment=main``; ``experiments.KINDS``) last and
 atomically, so a job killed halfway leaves none and is run again. A result is reused only when
 
-- it parses and its ``provenance.resume_key`` equals the current one (``core/provenance.py`` ``resume_key``):
+- it parses and its ``provenance.resume_key`` equals the current one (``core/results/provenance.py`` ``resume_key``):
   the resolved config (without keys that only move outputs, such as ``embedder.cache_path``), the content of
   ``dataset.path`` (through symlinks), the code (every file of the project's packages, data files included), the
   code of each plug-in retriever (a ``_target_`` outside the project) and the package versions; and
@@ -38,7 +38,7 @@ from experiments import KINDS
 from smartvector_bench.core import scratch
 from smartvector_bench.core.atomic import atomic_write_json
 from smartvector_bench.core.dataset import file_sha256
-from smartvector_bench.core.provenance import config_sha256, resume_key
+from smartvector_bench.core.results.provenance import config_sha256, resume_key
 from smartvector_bench.tools.sweeps import STATUS_FILE
 
 # The file each experiment writes last (its presence marks a complete run).

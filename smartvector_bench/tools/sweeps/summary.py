@@ -8,8 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from smartvector_bench.core import measured
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.results import SWEEP_SCHEMA_VERSION, SweepSummary
 from smartvector_bench.core.results.main import SPLITS
 from smartvector_bench.core.results.sweep import USABLE

@@ -1,4 +1,4 @@
-"""``surface_gbm``: a learned surface auditor for the shortcut audit (:mod:`smartvector_bench.core.shortcuts`).
+"""``surface_gbm``: a learned surface auditor for the shortcut audit (:mod:`experiments.shortcut_audit_rules`).
 
 A gradient-boosted classifier (scikit-learn's ``HistGradientBoostingClassifier``, :data:`GBM_PARAMS`) scores
 each (query, in-force candidate) pair from the text surface only (:data:`CHUNK_FEATURES`: lengths, counts of
@@ -24,7 +24,7 @@ import re
 import numpy as np
 
 from smartvector_bench.core.dataset import Corpus
-from smartvector_bench.core.shortcuts import (LEARNED_FITS, CERTAINTY_RE, HEDGE_RE, Candidates, digit_counts, id_tail,
+from experiments.shortcut_audit_rules import (LEARNED_FITS, CERTAINTY_RE, HEDGE_RE, Candidates, digit_counts, id_tail,
                                               length_rank, lexicon_count, text_lengths)
 
 GBM_POOL = 100  # candidates per query, by cosine, the model is fitted on and picks from (None: all in force)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from smartvector_bench.core.dataset import Dataset
 from smartvector_bench.core.dataset.read import path_kind
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 
 KEY = "not_measured"  # the split's (and power's) {metric: reason}
 CLUSTERS = "clusters"  # dataset.clusters: why the intervals are per query

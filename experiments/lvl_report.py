@@ -6,8 +6,8 @@ import csv
 import io
 from collections import Counter
 
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.verdicts.lvl_rules import RULES
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.verdicts.lvl_rules import RULES
 
 SERIES = ("hot", "cold_cached", "cold_uncached")  # which lake / tier answers
 MODES = ("query_only", "with_embedding", "embedding_only")
@@ -72,7 +72,7 @@ def render(result: dict) -> str:
         (f"| temporal leakage | 0% | {_pct(lk['share_lake'], 2)} of {lk['returned']} returned rows outside their "
          f"window (corpus windows: {_pct(lk['share_corpus'], 2)}) | **{v['temporal_leakage']}** |"),
         "",
-        "Verdict rules (in `smartvector_bench/core/verdicts/lvl_rules.py`, `RULES`):",
+        "Verdict rules (in `smartvector_bench/core/evaluation/verdicts/lvl_rules.py`, `RULES`):",
         "",
     ]
     lines += [f"- {name}: {rule}." for name, rule in RULES.items()]

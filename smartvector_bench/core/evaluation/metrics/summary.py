@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from smartvector_bench.core.metrics.bootstrap import bootstrap_mean_ci
+from smartvector_bench.core.evaluation.metrics.bootstrap import bootstrap_mean_ci
 
 
 def rounded(x, nd: int = 6):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from smartvector_bench.core.verdicts.base import ALPHA, Verdict, _pct, format_p, not_measured
+from smartvector_bench.core.evaluation.verdicts.base import ALPHA, Verdict, _pct, format_p, not_measured
 
 
 REEMBED_RULE = ("holds: <= 1.1 chunks re-embedded per single-word edit and >= 70% fewer than a full re-embed at "

@@ -1,7 +1,7 @@
 """What the SmartVector paper (arXiv 2604.20598) claims: its main table and its re-embedding figure. Shown beside
 our numbers, never used to compute, tune or round anything."""
 
-from smartvector_bench.core.metrics import names as M
+from smartvector_bench.core.evaluation.metrics import names as M
 
 PAPER_MAIN_TABLE = {
     "plain_cosine": {M.TOP1: 0.310, M.STALE_RATE: 0.350, M.ECE: 0.470},

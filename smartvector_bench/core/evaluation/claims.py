@@ -1,5 +1,5 @@
 """The claims table's rows read from a results folder: each claim of the SmartVector paper (and of LiveVectorLake)
-with the :class:`~smartvector_bench.core.verdicts.Verdict` its rule gives on the stored results (no experiment is
+with the :class:`~smartvector_bench.core.evaluation.verdicts.Verdict` its rule gives on the stored results (no experiment is
 re-run). ``paper_figures/claims.py`` renders them as Markdown, ``smartvector-report`` as HTML; both read them
 here, so the two cannot disagree.
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from smartvector_bench.core import verdicts as V
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE
+from smartvector_bench.core.evaluation import verdicts as V
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.paper_claims import PAPER_MAIN_TABLE
 from smartvector_bench.core.results import FeedbackLoop, LvlEval, MainMetrics, ReembedCost, ResultFile, SweepSummary
 
 Row = tuple[str, V.Verdict]  # (claim, its verdict)

@@ -25,7 +25,7 @@ class Run:
     in its top hit, in [0, 1] (NaN when it returned nothing).
 
     Optional, for a system whose scores are not continuous in its inputs (rank fusion, trees): ``bounds[q, r]``
-    (lo, hi), every score hit ``r`` could take on another CPU (``core.rounding``: its inputs moved by float
+    (lo, hi), every score hit ``r`` could take on another CPU (``core.run.rounding``: its inputs moved by float
     rounding; lo = -inf when it could drop out of the candidates), and ``confidence_bounds[q]`` (lo, hi) the same
     for the confidence. The regression gate compares such a run's reruns within them (``tools/gate/rankings.py``).
     """

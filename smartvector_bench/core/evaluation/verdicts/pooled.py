@@ -7,9 +7,9 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from smartvector_bench.core.metrics.calibration import auroc, brier, ece, fit_calibration
-from smartvector_bench.core.metrics.clustered import cluster_bootstrap_ci, paired_cluster_permutation_test
-from smartvector_bench.core.verdicts.base import Boot, MIN_SEEDS, NotMeasured, Paired, QUERY_COLUMNS
+from smartvector_bench.core.evaluation.metrics.calibration import auroc, brier, ece, fit_calibration
+from smartvector_bench.core.evaluation.metrics.clustered import cluster_bootstrap_ci, paired_cluster_permutation_test
+from smartvector_bench.core.evaluation.verdicts.base import Boot, MIN_SEEDS, NotMeasured, Paired, QUERY_COLUMNS
 
 
 def sweep_problem(summary: dict | None, preset: str = "sweep") -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from smartvector_bench.core.chunking import chunk_paragraphs
+from smartvector_bench.core.dataset.chunking import chunk_paragraphs
 from smartvector_bench.core.dataset import file_sha256, read_jsonl
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.timeutil import iso_to_days

@@ -1,10 +1,10 @@
 """Score a Run against the queries of one split: point estimates, cluster-bootstrap intervals, calibration,
 paired tests against a baseline, and a per-category breakdown, as a JSON-ready dict.
 
-Conventions (in addition to those of :mod:`smartvector_bench.core.metrics`):
+Conventions (in addition to those of :mod:`smartvector_bench.core.evaluation.metrics`):
 
 * Relevance is graded (qrels): a top-1 is **correct** when it has grade >= 1, i.e. it exists, is in force at
-  the query's ``as_of`` and states the value that holds then (:mod:`smartvector_bench.core.labels`). ``stale`` /
+  the query's ``as_of`` and states the value that holds then (:mod:`smartvector_bench.core.evaluation.judgments`). ``stale`` /
   ``rumor``: the top-1 is in the query's stale / rumour set (labels; empty without labels). MRR@10, recall@5
   and nDCG@10 come from ``ir-measures`` (trec_eval) over the graded qrels, with the run's ranks as distinct
   scores (so trec_eval's tie rule never applies).
@@ -13,7 +13,7 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.metrics`):
 * A missing confidence (NaN, a Run's "no result") is 0.0 for ECE, Brier and AUROC: a calibrated abstention,
   not dropped. ``brier`` is the mean squared error of the top-1 confidence against correctness; ``auroc`` the
   area under the ROC of confidence as a predictor of a correct top-1 (ties count half; None with one class):
-  ECE and Brier depend on the score's scale, AUROC only on its order (:mod:`smartvector_bench.core.metrics.calibration`).
+  ECE and Brier depend on the score's scale, AUROC only on its order (:mod:`smartvector_bench.core.evaluation.metrics.calibration`).
 * Intervals are 95% (``level``) percentile **cluster** bootstraps: families (the query's policy family, from
   the labels; each query is its own cluster without labels) are resampled with replacement, with
   ``n_boot`` resamples and the same ``seed`` for every metric and system, so intervals are paired.
@@ -22,7 +22,7 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.metrics`):
 * Temporal leakage (``leakage_at_10``): the pooled share of returned top-10 chunks whose window does not
   contain the query's as_of; its interval is a cluster bootstrap of that ratio.
 * Floats are rounded to 6 decimals, p-values to 6 significant digits; NaN becomes None.
-* A metric the dataset cannot measure (``unmeasured``: :mod:`smartvector_bench.core.measured`) is None, its
+* A metric the dataset cannot measure (``unmeasured``: :mod:`smartvector_bench.core.evaluation.measured`) is None, its
   interval ``[None, None]`` and its by-category figures None, and the split holds ``not_measured``
   ``{metric: reason}``; without it nothing changes.
 
@@ -49,12 +49,12 @@ import numpy as np
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.errors import BenchError
-from smartvector_bench.core.measured import ICC, KEY as NOT_MEASURED
-from smartvector_bench.core.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci,
+from smartvector_bench.core.evaluation.measured import ICC, KEY as NOT_MEASURED
+from smartvector_bench.core.evaluation.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci,
                                             design_effect, ece, ir_metrics, leakage_rate, leaked, mcnemar_exact,
                                             minimum_detectable_difference, paired_cluster_permutation_test)
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.calibration import auroc, brier
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.metrics.calibration import auroc, brier
 from smartvector_bench.core.run import HIT_LABELS, Run
 
 DECIMALS = 6

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.base import (
+from smartvector_bench.core.evaluation.verdicts.base import (
     ALPHA, MIN_SEEDS, Paired, SIGNALS, Verdict, _pct, format_p, holm, not_measured,
 )
-from smartvector_bench.core.verdicts.pooled import _frame_problem, _perm_test, pooled_paired
+from smartvector_bench.core.evaluation.verdicts.pooled import _frame_problem, _perm_test, pooled_paired
 
 
 ROBUST_RULE = ("per contradiction rate, smartvector vs plain_cosine pooled over seeds, Holm-adjusted over rates: "

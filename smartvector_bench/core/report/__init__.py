@@ -7,12 +7,12 @@ the table order and the cell formats here)."""
 
 from __future__ import annotations
 
-from smartvector_bench.core import measured
-from smartvector_bench.core.metrics import anatomy as A
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.scenarios import FEATURES
-from smartvector_bench.core.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
-from smartvector_bench.core.table_order import SYSTEM_ORDER
+from smartvector_bench.core.evaluation import measured
+from smartvector_bench.core.evaluation.metrics import anatomy as A
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.metrics.scenarios import FEATURES
+from smartvector_bench.core.evaluation.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
+from smartvector_bench.core.report.table_order import SYSTEM_ORDER
 
 
 def _pct(x: float | None) -> str:
@@ -299,7 +299,7 @@ def _points(x: float | None) -> str:
 
 def scenario_table(metrics: dict) -> str:
     """Per scenario feature (columns) and system (rows): the test top-1 effect of the feature in points, its
-    p-value, and in brackets the effect on the paired gap to the baseline (core/metrics/scenarios.py)."""
+    p-value, and in brackets the effect on the paired gap to the baseline (core/evaluation/metrics/scenarios.py)."""
     sc = (metrics.get("scenarios") or {}).get("features") or {}
     feats = [f for f in FEATURES if f in sc] + sorted(set(sc) - set(FEATURES))  # metrics.json sorts its keys
     if not feats:

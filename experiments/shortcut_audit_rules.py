@@ -19,7 +19,7 @@ Cues (per chunk, from what a document store holds: text, source, times, ids, edg
   m learned on dev from :data:`NEWEST_TOP_M` (ties: the smaller m; m = 1 is ``valid_cosine``);
 - trust signals, reported beside them: ``source`` and ``authority`` (authority >= a threshold learned on dev).
 
-``surface_gbm`` (:mod:`smartvector_bench.core.shortcut_learned`) is a learned surface auditor, kind surface.
+``surface_gbm`` (:mod:`experiments.shortcut_audit_gbm`) is a learned surface auditor, kind surface.
 A rule is a pure function of the flat candidate arrays; ``audit`` returns each rule's learned setting, its
 picks and its dev and test top-1 beside ``valid_cosine``.
 """
@@ -288,7 +288,7 @@ def newest_pick(cand: Candidates, created_at: np.ndarray, m: int | None) -> np.n
     return pick
 
 
-# Learned rules' fits by name: fit(cand, corpus, dev, groups=...) -> {"pick": ..., **info}; core/shortcut_learned.py
+# Learned rules' fits by name: fit(cand, corpus, dev, groups=...) -> {"pick": ..., **info}; experiments/shortcut_audit_gbm.py
 # registers surface_gbm when imported (it reads this module's cue helpers, so this module cannot import it).
 LEARNED_FITS: dict = {}
 
@@ -328,7 +328,7 @@ def audit(cos: np.ndarray, corpus: Corpus, queries: Queries, labels: Labels | No
             continue
         if cue in LEARNED_RULES:
             if cue not in LEARNED_FITS:  # it registers itself; this module does not import it (no import circle)
-                raise BenchError(f"shortcut rule {cue!r}: import smartvector_bench.core.shortcut_learned first")
+                raise BenchError(f"shortcut rule {cue!r}: import experiments.shortcut_audit_gbm first")
             g = LEARNED_FITS[cue](cand, corpus, dev, groups=queries.family)
             record(cue, g.pop("pick"), keep=None, **g)
             continue

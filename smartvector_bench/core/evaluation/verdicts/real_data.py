@@ -1,14 +1,14 @@
 """Claims 1-3 on real data: the same rules as the seeds sweep's (main_table.py), judged on one run over real facts
 that changed (experiment=facts, results/facts/), clusters = facts. The frame is the run files' per-query outcomes
-in queries.csv's shape (core/claims.py builds it); one dataset, so ``min_seeds=1``."""
+in queries.csv's shape (core/evaluation/claims.py builds it); one dataset, so ``min_seeds=1``."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.base import ALPHA, Paired, Verdict, _dci, _f3, _pct, not_measured
-from smartvector_bench.core.verdicts.main_table import ECE_RULE, STALE_RULE, TOP1_RULE
-from smartvector_bench.core.verdicts.pooled import _boot_test, _perm_test, pooled_bootstrap, pooled_paired
+from smartvector_bench.core.evaluation.verdicts.base import ALPHA, Paired, Verdict, _dci, _f3, _pct, not_measured
+from smartvector_bench.core.evaluation.verdicts.main_table import ECE_RULE, STALE_RULE, TOP1_RULE
+from smartvector_bench.core.evaluation.verdicts.pooled import _boot_test, _perm_test, pooled_bootstrap, pooled_paired
 
 WHERE = "real facts"
 MISSING = "missing facts/metrics.json"  # or a run folder without run files

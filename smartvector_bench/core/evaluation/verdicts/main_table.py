@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from smartvector_bench.core.verdicts.base import (
+from smartvector_bench.core.evaluation.verdicts.base import (
     ALPHA, MIN_SEEDS, Paired, Verdict, _ci, _dci, _f3, _pct, format_p, not_measured,
 )
-from smartvector_bench.core.verdicts.pooled import (
+from smartvector_bench.core.evaluation.verdicts.pooled import (
     _boot_test, _frame_problem, _perm_test, pooled_bootstrap, pooled_paired,
 )
 

@@ -22,7 +22,7 @@ mutually exclusive and decided in this precedence order (the first that holds wi
 
 What a dataset cannot tell (:func:`gaps`): the chunk and query families, the rumour sets, the stale sets and the
 chunk values each come from ``labels/``. A class that needs an unknown input is never assigned: it is None in
-the summary with the reason under ``not_measured`` (:mod:`smartvector_bench.core.measured`'s convention), and
+the summary with the reason under ``not_measured`` (:mod:`smartvector_bench.core.evaluation.measured`'s convention), and
 the precedence skips it. ``no_result`` and ``not_in_force`` need only the corpus times, so they are always
 measured; without the families (or the stale sets) ``not_in_force`` then counts every wrong top-1 not in force
 that no earlier measured class took. ``other`` needs every input (it is the remainder of all the classes), so a
@@ -43,8 +43,8 @@ import math
 import numpy as np
 
 from smartvector_bench.core.csr import Ragged
-from smartvector_bench.core.metrics import names as M
-from smartvector_bench.core.metrics.clustered import cluster_bootstrap_mean_ci, cluster_bootstrap_ratio_ci
+from smartvector_bench.core.evaluation.metrics import names as M
+from smartvector_bench.core.evaluation.metrics.clustered import cluster_bootstrap_mean_ci, cluster_bootstrap_ratio_ci
 
 CLASSES = ("no_result", "other_family", "rumour", "non_answer", "lagging_source", "superseded_version",
            "not_in_force", "other")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import isotonic_regression, minimize
 
-from smartvector_bench.core.metrics.clustered import cluster_bootstrap_ci
+from smartvector_bench.core.evaluation.metrics.clustered import cluster_bootstrap_ci
 
 
 def _edges(n_bins: int) -> np.ndarray:

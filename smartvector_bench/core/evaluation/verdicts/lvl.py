@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from smartvector_bench.core.verdicts.base import Verdict, _ci, _ms, _pct, not_measured
+from smartvector_bench.core.evaluation.verdicts.base import Verdict, _ci, _ms, _pct, not_measured
 
 
 def _lvl(d: dict | None, name: str, test: str, threshold: str, figure: Callable[[dict], str]) -> Verdict:

@@ -18,7 +18,7 @@ LEAKAGE_AT_10 = "leakage_at_10"  # share of the top 10 not valid at the as-of ti
 BRIER = "brier"                  # Brier score of the top-1 confidence against correct@1
 AUROC = "auroc"                  # how well the top-1 confidence separates correct from wrong answers
 VERSION_ACCURACY = "version_accuracy"  # P(top-1 correct | the top-1 chunk is of the query's family)
-ANATOMY = "anatomy"              # a split's wrong top-1s by class (core/metrics/anatomy.py)
+ANATOMY = "anatomy"              # a split's wrong top-1s by class (core/evaluation/metrics/anatomy.py)
 
 N_QUERIES = "n_queries"
 N_FAMILIES = "n_families"
