@@ -216,6 +216,10 @@ def pytest_collection_modifyitems(config, items):
                 found |= _runs(fixturedef.func, seen)
         for name in sorted(found - {m.name for m in item.iter_markers()}):
             item.add_marker(name)
+    # Files holding a slow test are handed out first (a stable sort keeps each file's order): under `--dist
+    # loadfile` a minutes-long file handed out last runs alone on one worker while the others sit idle.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
 
 
 def pytest_collection_finish(session):
