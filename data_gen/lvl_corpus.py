@@ -21,8 +21,8 @@ is its span in the document version it was created in. Labels go to ``labels/`` 
 fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; the fact's value), each
 document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
 inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
-:func:`smartvector_bench.core.evaluation.judgments.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one relevant
-row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
+:func:`smartvector_bench.core.evaluation.judgments.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one
+relevant row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
 or test.
 """
 

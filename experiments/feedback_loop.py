@@ -216,7 +216,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
 
     summary = _summary(rows, last_round, params, n_boot, seed, now)
     live_store = live["smartvector_live"].store
-    all_rumours = queries.rumor
+    all_rumors = queries.rumor
     result = FeedbackLoop(
         schema_version=SCHEMA_VERSION,
         dataset={"sha256": dataset.sha256, "n_vectors": len(corpus), "n_queries": len(queries),
@@ -225,7 +225,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
                     "consolidation_runs": sum(1 for _, kind in marks if kind == "consolidate")},
         feedback=feedback_totals,
         summary=summary,
-        detection_quality={name: detection_quality(s.store, s.agent, all_rumours) for name, s in live.items()},
+        detection_quality={name: detection_quality(s.store, s.agent, all_rumors) for name, s in live.items()},
         series=rows,
         provenance=provenance(cfg),
     ).validate(out_dir / FeedbackLoop.FILE)  # before the first file is written

@@ -37,10 +37,10 @@ validated before the first file is written; every file is written atomically.
 
 Where the pieces are: the lvl_corpus files are read by ``smartvector_bench.core.dataset.documents``; the lake is driven
 and timed by ``experiments/lvl_lake.py`` and scored by ``experiments/lvl_scoring.py`` (formulas in
-``smartvector_bench.core.evaluation.metrics.summary``; returned rows judged by ``smartvector_bench.core.evaluation.evaluator``); the
-claims and verdict rules are in ``smartvector_bench.core.evaluation.verdicts.lvl_rules``, the table in
-``experiments.lvl_report``, and the paper figure in ``paper_figures/fig_lvl_eval.py``. This module
-validates, runs and writes.
+``smartvector_bench.core.evaluation.metrics.summary``; returned rows judged by
+``smartvector_bench.core.evaluation.evaluator``); the claims and verdict rules are in
+``smartvector_bench.core.evaluation.verdicts.lvl_rules``, the table in ``experiments.lvl_report``, and the paper figure
+in ``paper_figures/fig_lvl_eval.py``. This module validates, runs and writes.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ change detection, the mapping of returned lake rows to corpus rows, and temporal
 
 Every function reads what ``experiments/lvl_lake.py`` recorded while driving the lake (``Ingested``,
 ``LakeRows``, the hits of ``time_queries``); the formulas are in ``smartvector_bench.core.evaluation.metrics``. Returned
-rows are judged by the shared evaluator (``smartvector_bench.core.evaluation.evaluator.judge_sets``: a lake row stands for
-the set of corpus rows ``CorpusMap`` gives, and top-1 / MRR@k / recall@k come from its ``rank_summary``); only
+rows are judged by the shared evaluator (``smartvector_bench.core.evaluation.evaluator.judge_sets``: a lake row stands
+for the set of corpus rows ``CorpusMap`` gives, and top-1 / MRR@k / recall@k come from its ``rank_summary``); only
 the lake's own window check is scored here.
 """
 

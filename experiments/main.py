@@ -174,7 +174,7 @@ def _dataset_extras(dataset: Dataset) -> dict:
 
 
 # contradiction_detection's figures that are scored against the rumour sets (``verdicts`` is the system's own count)
-RUMOUR_SCORED = ("rumours_ingested", "rumours_demoted", "rumour_recall", "loser_precision")
+RUMOR_SCORED = ("rumours_ingested", "rumours_demoted", "rumour_recall", "loser_precision")
 
 
 def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
@@ -188,7 +188,7 @@ def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
             found = retriever.contradiction_detection(queries.rumor)
         found = check_info(name, "contradiction_detection", found)
         if why := unmeasured.get(M.RUMOR_RATE):  # no rumour sets: nothing to score against
-            found = {**found, **dict.fromkeys(RUMOUR_SCORED), measured.KEY: dict.fromkeys(RUMOUR_SCORED, why)}
+            found = {**found, **dict.fromkeys(RUMOR_SCORED), measured.KEY: dict.fromkeys(RUMOR_SCORED, why)}
         info = {**info, "contradiction_detection": found}
     return info
 
@@ -242,8 +242,8 @@ def evaluate_runs(runs: dict[str, Run], queries, corpus, s: MainSettings,
 
 
 def scenario_table(judged: dict, queries, dataset: Dataset, baseline: str, s: MainSettings) -> dict | None:
-    """Test top-1 by scenario feature (core/evaluation/metrics/scenarios.py), when the dataset's labels carry scenarios; the
-    paired gap is taken to the power reference (valid_cosine by default), the verdicts' reference."""
+    """Test top-1 by scenario feature (core/evaluation/metrics/scenarios.py), when the dataset's labels carry scenarios;
+    the paired gap is taken to the power reference (valid_cosine by default), the verdicts' reference."""
     labels = dataset.labels
     if labels is None or not any(labels.scenarios.values()):
         return None

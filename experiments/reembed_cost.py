@@ -1,10 +1,10 @@
 """experiment=reembed_cost: how many chunks does each update strategy re-embed per document edit?
 
 The SmartVector paper claims a single-word edit re-embeds one chunk with its surgical update instead of the
-whole document (its figures: ``core.evaluation.paper_claims.PAPER_REEMBED_COST``). Here every strategy (``full``, ``cdc``, ``surgical``; see
-``smartvector_bench.systems.updates``) replays the same seeded edit stream over the dataset's documents (latest
-version of each ``doc_id``), and we count, per edit, the chunks re-embedded and the texts actually sent to
-the model, and time the update. The embedder's cache is disabled: these are real embedding calls. After
+whole document (its figures: ``core.evaluation.paper_claims.PAPER_REEMBED_COST``). Here every strategy (``full``,
+``cdc``, ``surgical``; see ``smartvector_bench.systems.updates``) replays the same seeded edit stream over the dataset's
+documents (latest version of each ``doc_id``), and we count, per edit, the chunks re-embedded and the texts actually
+sent to the model, and time the update. The embedder's cache is disabled: these are real embedding calls. After
 the last edit every strategy's store is compared with a from-scratch rebuild of the final documents
 (chunk texts, offsets, vectors, and the top-k chunks of every dataset query over a FAISS index).
 
@@ -93,7 +93,7 @@ def _r(x: float | None, nd: int = 6) -> float | None:
     return None if x is None or not np.isfinite(x) else round(float(x), nd)
 
 
-def summarize(rows: list[tuple[UpdateResult, int, float]], n_boot: int, seed: int) -> dict:
+def strategy_stats(rows: list[tuple[UpdateResult, int, float]], n_boot: int, seed: int) -> dict:
     """Per-edit counts, embedding calls and wall times of one strategy on one group of edits."""
     counts = np.array([r.reembedded for r, _, _ in rows], dtype=np.float64)
     times = np.array([t for _, _, t in rows], dtype=np.float64)
@@ -317,8 +317,8 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
             if e.type == "single_word":
                 sizes.setdefault(str(size) if size < 4 else "4+", []).append(row)
         strategies[name] = {
-            "by_edit_type": {g: summarize(r, s.n_boot, s.bootstrap_seed) for g, r in groups.items()},
-            "single_word_by_document_chunks": {k: summarize(v, s.n_boot, s.bootstrap_seed)
+            "by_edit_type": {g: strategy_stats(r, s.n_boot, s.bootstrap_seed) for g, r in groups.items()},
+            "single_word_by_document_chunks": {k: strategy_stats(v, s.n_boot, s.bootstrap_seed)
                                                for k, v in sorted(sizes.items())},
             "equivalent_to_rebuild": equivalence(stores_after[name], reference, query_vecs, s.k, s.vector_atol,
                                                  reference_top),

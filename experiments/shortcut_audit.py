@@ -227,14 +227,14 @@ def diagnostics(corpus, queries, labels) -> dict:
                 "mean_hedges": float(hedge[mask].mean()) if n else None,
                 "certain": float((certain[mask] > 0).mean()) if n else None}
 
-    in_rumour = np.zeros(len(corpus), dtype=bool)
-    in_rumour[queries.rumor.indices] = True
+    in_rumor = np.zeros(len(corpus), dtype=bool)
+    in_rumor[queries.rumor.indices] = True
     relevant = np.zeros(len(corpus), dtype=bool)
     relevant[queries.relevant.indices] = True
     by_class = {c: stats(msg & (cls == c)) for c in MESSAGE_CLASSES + ("unknown",) if (msg & (cls == c)).any()}
-    by_judgment = {"in_a_rumour_set": stats(msg & in_rumour), "relevant_to_a_query": stats(msg & relevant),
-                   "rumour_never_relevant": stats(msg & in_rumour & ~relevant),
-                   "relevant_never_rumour": stats(msg & relevant & ~in_rumour)}
+    by_judgment = {"in_a_rumour_set": stats(msg & in_rumor), "relevant_to_a_query": stats(msg & relevant),
+                   "rumour_never_relevant": stats(msg & in_rumor & ~relevant),
+                   "relevant_never_rumour": stats(msg & relevant & ~in_rumor)}
     rank, group = length_rank(corpus), version_groups(corpus)
     sections = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
     kinds = np.asarray(labels.chunk_kind, dtype=object)

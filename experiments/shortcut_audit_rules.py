@@ -288,8 +288,9 @@ def newest_pick(cand: Candidates, created_at: np.ndarray, m: int | None) -> np.n
     return pick
 
 
-# Learned rules' fits by name: fit(cand, corpus, dev, groups=...) -> {"pick": ..., **info}; experiments/shortcut_audit_gbm.py
-# registers surface_gbm when imported (it reads this module's cue helpers, so this module cannot import it).
+# Learned rules' fits by name: fit(cand, corpus, dev, groups=...) -> {"pick": ..., **info};
+# experiments/shortcut_audit_gbm.py registers surface_gbm when imported (it reads this module's cue helpers, so this
+# module cannot import it).
 LEARNED_FITS: dict = {}
 
 

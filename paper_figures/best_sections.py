@@ -3,8 +3,8 @@ reads no label (highest test top-1; the label-reading ceilings of ``common.CEILI
 its paired cluster permutation test against window + cosine (``valid_cosine``), the verdicts' reference.
 
 Single runs (main, main_large, handbook, facts) are read from ``<folder>/metrics.json`` (point and cluster-bootstrap
-interval) and their run files (``core.evaluation.claims.run_queries``: per-query outcomes, families as clusters); the seeds
-sweep from ``seeds/queries.csv`` (clusters: seed x family). Both tests are the verdicts' own
+interval) and their run files (``core.evaluation.claims.run_queries``: per-query outcomes, families as clusters); the
+seeds sweep from ``seeds/queries.csv`` (clusters: seed x family). Both tests are the verdicts' own
 :func:`~smartvector_bench.core.evaluation.verdicts.pooled.pooled_paired`."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The claims table: each claim of the SmartVector paper (and of LiveVectorLake), our figure from the stored
 results under ``results/`` (no experiment is re-run), the statistical test and threshold it is judged by, the
-p-value, and a verdict decided by the rule written beside it (the rules: ``smartvector_bench/core/evaluation/verdicts/``; the
-pooled tests run on the sweeps' stored per-query outcomes, ``results/<preset>/queries.csv``).
+p-value, and a verdict decided by the rule written beside it (the rules:
+``smartvector_bench/core/evaluation/verdicts/``; the pooled tests run on the sweeps' stored per-query outcomes,
+``results/<preset>/queries.csv``).
 
     python paper_figures/claims.py                 # print the table
     python paper_figures/claims.py --write-readme  # rewrite every generated section of DOCUMENTS (make claims)
@@ -70,7 +71,8 @@ def _pct(x: float | None, nd: int = 1) -> str:
     return "-" if x is None else f"{100 * x:.{nd}f}%"
 
 
-# The claim rows live in smartvector_bench/core/evaluation/claims.py (the HTML report reads them too); named here as before.
+# The claim rows live in smartvector_bench/core/evaluation/claims.py (the HTML report reads them too); named here as
+# before.
 Row, LVL_CLAIMS = C.Row, C.LVL_CLAIMS
 main_claims, sweep_claims, update_claims, lvl_claims = C.main_claims, C.sweep_claims, C.update_claims, C.lvl_claims
 
@@ -296,7 +298,8 @@ def _tune_section(results: Path) -> str:
 
 
 def _scenarios_section(results: Path, folder: str = "main_large") -> str:
-    """What each scenario feature costs each system (core/evaluation/metrics/scenarios.py), from a profile's metrics.json."""
+    """What each scenario feature costs each system (core/evaluation/metrics/scenarios.py), from a profile's
+    metrics.json."""
     mm = _result(results, folder, MainMetrics)
     if mm is None:
         return f"not measured (missing {folder}/{MainMetrics.FILE})\n"

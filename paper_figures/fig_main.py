@@ -1,7 +1,8 @@
 """Main comparison (test split): top-1, stale rate, rumour rate and ECE per system (the baselines, the SmartVector
 family, the peers, the metadata filter and the label-reading oracle, in the main table's order) with 95% cluster
 bootstrap intervals over policy families, and the SmartVector paper's claimed values
-(``smartvector_bench.core.evaluation.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a ceiling.
+(``smartvector_bench.core.evaluation.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a
+ceiling.
 
 Input: ``results/main/metrics.json``. Output: ``fig_main.png`` / ``fig_main.pdf``. ``fig_main_large.py`` draws
 the same chart from ``results/main_large/metrics.json`` (:func:`draw`).

@@ -1,5 +1,5 @@
-"""Error anatomy (core/evaluation/metrics/anatomy.py): a hand-made corpus where one wrong top-1 of each class is placed and
-lands in it; what is not measured without labels; version accuracy given the family on a hand-computed case; and
+"""Error anatomy (core/evaluation/metrics/anatomy.py): a hand-made corpus where one wrong top-1 of each class is placed
+and lands in it; what is not measured without labels; version accuracy given the family on a hand-computed case; and
 evaluate_runs' anatomy per split, validated by MainMetrics and rendered in table.md."""
 
 from __future__ import annotations

@@ -110,10 +110,10 @@ def test_lineage_chains_winner_side_and_never_ingested(life):
     # the official figure won both of its verdicts at 16 (X, then the rumour)
     assert [(c["role"], c["other"]) for c in lineage(s, 6)["contradictions"]] == [("winner", "c1"),
                                                                                   ("winner", "c5")]
-    rumour = lineage(s, 5)
-    assert [(c["time"], c["role"], c["other"]) for c in rumour["contradictions"]] == [
+    rumor = lineage(s, 5)
+    assert [(c["time"], c["role"], c["other"]) for c in rumor["contradictions"]] == [
         (ISO[12], "loser", "c1"), (ISO[16], "loser", "c6")]
-    assert rumour["state"]["negative"] == 2
+    assert rumor["state"]["negative"] == 2
     # a vector that never reached the store has no status and empty histories
     corpus = make_corpus(LINEAGE_ROWS)
     fresh = lineage(VectorStore(corpus), 4)

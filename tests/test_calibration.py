@@ -6,9 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from smartvector_bench.core.evaluation.metrics.calibration import (METHODS, Calibrator, apply_isotonic, apply_platt, auroc,
-                                                   brier, calibration_report, ece, fit_calibration, fit_isotonic,
-                                                   fit_platt)
+from smartvector_bench.core.evaluation.metrics.calibration import (
+    METHODS, Calibrator, apply_isotonic, apply_platt, auroc, brier, calibration_report, ece, fit_calibration,
+    fit_isotonic, fit_platt,
+)
 
 
 def _logit(p):

@@ -128,24 +128,24 @@ def test_content_similarity_is_lowercase_difflib_ratio():
 # ---- consolidate: contradictions --------------------------------------------------------------------------
 
 POLICY = "remote work allowed two days weekly"
-RUMOUR = "weekly days two never allowed remote work"
+RUMOR = "weekly days two never allowed remote work"
 UNRELATED = "cafeteria opens at eight"
 
 
 def contradiction_corpus(extra: list[dict] | None = None) -> Corpus:
     return make_corpus([
         {"text": POLICY, "doc": "policy", "authority": 0.9, "created": 0.0, "source": "policy"},
-        {"text": RUMOUR, "doc": "slack1", "authority": 0.3, "created": 50.0, "source": "slack"},
+        {"text": RUMOR, "doc": "slack1", "authority": 0.3, "created": 50.0, "source": "slack"},
         {"text": UNRELATED, "doc": "wiki", "authority": 0.75, "created": 10.0, "depends": [1]},
         *(extra or []),
     ])
 
 
 def test_contradiction_texts_satisfy_detector():
-    sets = [set(POLICY.split()), set(RUMOUR.split())]
+    sets = [set(POLICY.split()), set(RUMOR.split())]
     jac = len(sets[0] & sets[1]) / len(sets[0] | sets[1])
     assert jac == pytest.approx(6 / 7) and jac > 0.3  # 6 shared words / 7 distinct
-    assert content_similarity(POLICY, RUMOUR) == pytest.approx(22 / 76) and 22 / 76 < 0.4
+    assert content_similarity(POLICY, RUMOR) == pytest.approx(22 / 76) and 22 / 76 < 0.4
 
 
 def test_contradiction_demote():
@@ -190,7 +190,7 @@ def test_contradiction_needs_both_ingested():
 def test_same_doc_same_version_never_contradicts():
     corpus = make_corpus([
         {"text": POLICY, "doc": "d", "version": 2, "authority": 0.9, "created": 0.0},
-        {"text": RUMOUR, "doc": "d", "version": 2, "authority": 0.3, "created": 5.0},
+        {"text": RUMOR, "doc": "d", "version": 2, "authority": 0.3, "created": 5.0},
     ])
     res = consolidate(corpus, 10.0, ConsolidationParams())
     assert res.contradictions == [] and res.negative_feedback.tolist() == [0.0, 0.0]

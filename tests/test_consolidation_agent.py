@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from smartvector_bench.systems.smartvector.consolidation import (
-    ConsolidationAgent, ConsolidationParams, ingest_until, summarize,
+    ConsolidationAgent, ConsolidationParams, ingest_until, consolidation_summary,
 )
 from smartvector_bench.systems.smartvector.lifecycle import Status
 from smartvector_bench.systems.smartvector.ripple import RippleParams
@@ -209,7 +209,7 @@ def test_a_detected_dependency_is_logged_once_across_runs():
     tl.run(11.0)
     detected = [(e["time"], e["vector"], e["cause"]) for e in kinds(tl.store, "dependency_detected")]
     assert detected == [(1.0, 1, 0)]
-    assert summarize(tl.store, tl.agent)["events"] == {"dependency_detected": 1}
+    assert consolidation_summary(tl.store, tl.agent)["events"] == {"dependency_detected": 1}
 
 
 # ---- DEPRECATED -> ARCHIVED ------------------------------------------------------------------------------

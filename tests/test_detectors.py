@@ -12,7 +12,7 @@ from smartvector_bench.systems.smartvector.detectors import (
 from .factories import make_corpus
 
 POLICY = "remote work allowed two days weekly"
-RUMOUR = "weekly days two never allowed remote work"
+RUMOR = "weekly days two never allowed remote work"
 UNRELATED = "cafeteria opens at eight"
 ALL_STAFF = "remote work is allowed two days per week for all staff"
 MOST_STAFF = "remote work is allowed two days per week for most staff"
@@ -29,7 +29,7 @@ def pairs_of(out) -> list[tuple[int, int]]:
 # ---- reference detector ---------------------------------------------------------------------------------
 
 def test_reference_pair_passing_both_thresholds():
-    det = ReferenceDetector(ref_corpus([(POLICY, "p", 1), (RUMOUR, "s", 1)]))
+    det = ReferenceDetector(ref_corpus([(POLICY, "p", 1), (RUMOR, "s", 1)]))
     out = det.pairs(np.array([1]), np.array([0, 1]))
     # Jaccard: {remote, work, allowed, two, days, weekly} vs the same + {never}: 6 / 7 = 0.857 > 0.3;
     # difflib: longest common block "remote work" only, 2 * 11 / (35 + 41) = 0.2895 < 0.4
@@ -63,7 +63,7 @@ def test_reference_pair_failing_difflib():
 
 
 def test_reference_same_doc_and_version_skipped():
-    det = ReferenceDetector(ref_corpus([(POLICY, "d", 2), (RUMOUR, "d", 2), (RUMOUR + " now", "d", 3)]))
+    det = ReferenceDetector(ref_corpus([(POLICY, "d", 2), (RUMOR, "d", 2), (RUMOR + " now", "d", 3)]))
     out = pairs_of(det.pairs(np.array([0, 1, 2]), np.array([0, 1, 2])))
     # (0, 1) same doc and version: skipped; (0, 2) same doc, another version: a pair; (1, 2) differ only by
     # " now" (difflib >= 0.4): no pair
@@ -71,7 +71,7 @@ def test_reference_same_doc_and_version_skipped():
 
 
 def test_reference_each_unordered_pair_once():
-    det = ReferenceDetector(ref_corpus([(POLICY, "p", 1), (RUMOUR, "s", 1), (UNRELATED, "u", 1)]))
+    det = ReferenceDetector(ref_corpus([(POLICY, "p", 1), (RUMOR, "s", 1), (UNRELATED, "u", 1)]))
     # both in new and in pool: (0, 1) and (1, 0) are the same pair
     assert pairs_of(det.pairs(np.array([0, 1, 2]), np.array([0, 1, 2]))) == [(0, 1)]
     assert pairs_of(det.pairs(np.array([1, 0]), np.array([2, 1, 0]))) == [(0, 1)]

@@ -10,8 +10,8 @@ import pytest
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.evaluation.evaluator import evaluate_split, judge
-from smartvector_bench.core.evaluation.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, ece,
-                                            leakage_rate)
+from smartvector_bench.core.evaluation.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci,
+                                                       cluster_bootstrap_mean_ci, ece, leakage_rate)
 from smartvector_bench.core.run import Run
 
 from .evaluator_cases import CONF, FAMILY, GRADES, RANKED, RELEVANT, _, make_queries, make_run

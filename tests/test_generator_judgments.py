@@ -62,7 +62,7 @@ def test_judgments_equal_judge_at_recomputed_from_labels(ds, query_labels):
         assert query_labels[qid]["answer"] == j.truth, qid
 
 
-def test_relevant_stale_and_rumour_chunks_hold_at_as_of(ds, query_labels):
+def test_relevant_stale_and_rumor_chunks_hold_at_as_of(ds, query_labels):
     c, q, lab = ds.corpus, ds.queries, ds.labels
     for i, qid in enumerate(q.ids):
         as_of, fam = float(q.as_of[i]), q.family[i]
@@ -150,10 +150,10 @@ def test_a_current_query_is_answered_only_by_an_announcement(ds, families):
     assert {q.family[i] for i in hits} <= announced
 
 
-def test_rumours_are_low_authority_messages(ds, default_files):
+def test_rumors_are_low_authority_messages(ds, default_files):
     c, lab = ds.corpus, ds.labels
     messages = lab.chunk_doc_type == "message"
     assert set(c.source[messages]) <= {"slack", "email", "meeting_notes"}
     assert c.authority[messages].max() < c.authority[~messages].min()
-    rumoured = set(ds.queries.rumor.indices.tolist())
-    assert rumoured and all(messages[r] for r in rumoured)
+    rumored = set(ds.queries.rumor.indices.tolist())
+    assert rumored and all(messages[r] for r in rumored)

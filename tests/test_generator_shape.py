@@ -125,16 +125,16 @@ def test_contradiction_rate_keeps_families_dates_and_values(default_files):
                       for r in _rows(files["corpus.jsonl"]) if labels[r["_id"]]["doc_type"] == "policy")
 
     base_t, base_p = timelines(default_files), policy_facts(default_files)
-    rumours = {}
+    rumors = {}
     for rate in (0.0, 0.25, 1.0):
         files = _render(contradiction_rate=rate)
         assert timelines(files) == base_t, rate
         assert policy_facts(files) == base_p, rate  # the policy documents do not move either
-        rumours[rate] = sum(f["scenario"]["rumors"] for f in _rows(files["labels/families.jsonl"]))
+        rumors[rate] = sum(f["scenario"]["rumors"] for f in _rows(files["labels/families.jsonl"]))
         # rumours are added to their families' messages; every other chunk stays
-        assert len(files["corpus.jsonl"].splitlines()) == 258 - 12 + rumours[rate]
-    assert rumours[0.0] == 0 and rumours[0.25] == 2 * round(0.25 * 12)
-    assert rumours[0.0] < rumours[0.25] < rumours[1.0]
+        assert len(files["corpus.jsonl"].splitlines()) == 258 - 12 + rumors[rate]
+    assert rumors[0.0] == 0 and rumors[0.25] == 2 * round(0.25 * 12)
+    assert rumors[0.0] < rumors[0.25] < rumors[1.0]
 
 
 # -- config errors ------------------------------------------------------------------------------------------------

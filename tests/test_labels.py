@@ -1,5 +1,5 @@
-"""Ground-truth judgments (smartvector_bench.core.evaluation.judgments) on hand-made arrays: timelines, window edges, grades,
-stale versus rumour, and announced values."""
+"""Ground-truth judgments (smartvector_bench.core.evaluation.judgments) on hand-made arrays: timelines, window edges,
+grades, stale versus rumour, and announced values."""
 
 from __future__ import annotations
 
@@ -136,13 +136,13 @@ def test_relevant_rows_are_corpus_rows_best_grade_first_then_by_row():
     assert j.grades.tolist() == [2, 2, 1, 1]
 
 
-def test_a_message_with_an_old_value_is_a_rumour_not_stale():
+def test_a_message_with_an_old_value_is_a_rumor_not_stale():
     chunks = [_chunk("policy", 7, 10.0), _chunk("message", 5, 3.0)]
     j = _judge(chunks, TWO, as_of=20.0)
     assert _sets(j) == ({0}, set(), {1})
 
 
-def test_a_message_with_a_never_used_value_is_a_rumour():
+def test_a_message_with_a_never_used_value_is_a_rumor():
     chunks = [_chunk("policy", 7, 10.0), _chunk("message", 99, 15.0)]
     assert _sets(_judge(chunks, TWO, as_of=20.0)) == ({0}, set(), {1})
 
@@ -165,7 +165,7 @@ def test_a_document_with_a_never_used_value_is_not_stale():
     assert _sets(_judge(chunks, TWO, as_of=20.0)) == ({0}, set(), set())
 
 
-def test_an_announced_value_is_a_rumour_before_its_date_and_relevant_after():
+def test_an_announced_value_is_a_rumor_before_its_date_and_relevant_after():
     tl = _timeline([0.0, 30.0], [5, 7])
     chunks = [
         _chunk("policy", 5, 0.0),             # the policy document is not yet revised: its window stays open
@@ -191,7 +191,7 @@ def test_judgment_before_the_first_effective_date_has_no_truth():
     assert j.rumor.tolist() == [1]  # nothing is true yet, so a stated value is wrong
 
 
-def test_relevant_stale_and_rumour_are_disjoint_on_a_mixed_family():
+def test_relevant_stale_and_rumor_are_disjoint_on_a_mixed_family():
     tl = _timeline([0.0, 10.0, 20.0], [5, 7, 9])
     chunks = [_chunk("policy", 5, 0.0, 10.0), _chunk("policy", 7, 10.0, 20.0), _chunk("policy", 9, 20.0),
               _chunk("runbook", 7, 21.0), _chunk("message", 9, 22.0), _chunk("message", 5, 22.0),

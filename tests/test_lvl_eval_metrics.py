@@ -1,4 +1,5 @@
-"""The summaries experiment=lvl_eval scores with (smartvector_bench.core.evaluation.metrics.summary), on hand-made inputs."""
+"""The summaries experiment=lvl_eval scores with (smartvector_bench.core.evaluation.metrics.summary), on hand-made
+inputs."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def _token_sets(texts):
     return [set(re.findall(r"[a-z]+", t.lower())) for t in texts]
 
 
-def test_no_word_marks_rumours(corpus):
+def test_no_word_marks_rumors(corpus):
     rumor = _token_sets(_texts(corpus, "rumor"))
     truthful = _token_sets(_texts(corpus, "confirmation", "announcement"))
     n_all = len(rumor) + len(truthful)
@@ -161,7 +161,7 @@ def test_no_word_marks_rumours(corpus):
     assert not bad, f"words with a rumour / (confirmation + announcement) frequency ratio above 3: {bad}"
 
 
-def test_rumours_and_confirmations_share_every_frequent_phrase(corpus):
+def test_rumors_and_confirmations_share_every_frequent_phrase(corpus):
     """Bigrams too: no two-word phrase in 2% of either kind is 3 times as frequent in one of them."""
     def bigrams(t):
         w = re.findall(r"[a-z]+", t.lower())

@@ -30,7 +30,7 @@ import fig_leakage  # noqa: E402
 import fig_main  # noqa: E402
 
 STALE = "no labels/ folder: the stale sets are unknown"
-RUMOUR = "no labels/ folder: the rumour sets are unknown"
+RUMOR = "no labels/ folder: the rumour sets are unknown"
 LEAK = "corpus.jsonl does not give every chunk metadata.valid_from or created_at: the validity windows are unknown"
 PER_QUERY = ("per query: no labels/ folder, so each query is its own cluster; intervals and permutation p-values "
              "treat the queries as independent")
@@ -95,7 +95,7 @@ def test_the_stale_lists_in_metadata_would_give_a_nonzero_stale_rate(windowed):
 def test_metrics_json_stores_null_with_the_reason(windowed, plain):
     for (_, out, m), leak_measured in ((windowed, True), (plain, False)):
         MainMetrics.load(out)  # the result class accepts it (and would refuse a null without its reason)
-        want = {"stale_rate": STALE, "rumor_rate": RUMOUR} | ({} if leak_measured else {"leakage_at_10": LEAK})
+        want = {"stale_rate": STALE, "rumor_rate": RUMOR} | ({} if leak_measured else {"leakage_at_10": LEAK})
         assert {"plain_cosine", "bm25"} <= set(m["systems"])
         if leak_measured:
             assert "smartvector" in m["systems"]  # the system the reviewer saw at 0.0%
@@ -155,7 +155,7 @@ def test_table_md_prints_not_measured(windowed, plain):
             cells = row.strip("| ").split(" | ")
             assert cells[2] == cells[3] == "not measured", row  # stale rate, rumour rate
             assert (cells[8] == "not measured") == (cols == 3), row  # leakage@10
-        line = "Not measured: stale rate (" + STALE + "); rumour rate (" + RUMOUR + ")"
+        line = "Not measured: stale rate (" + STALE + "); rumour rate (" + RUMOR + ")"
         assert table.count(line) == 2  # under the test and the dev table
         assert ("leakage@10 (" + LEAK + ")") in table if cols == 3 else "leakage@10 (corpus" not in table
         # the claims table beside the paper's: the reason, not "0.0% [0.0, 0.0]"
@@ -174,7 +174,7 @@ def test_the_report_page_shows_not_measured(windowed, plain):
     for (_, out, m), leak_measured in ((windowed, True), (plain, False)):
         page_model, data = model.page_model(out)
         run = page_model["runs"][0]
-        want = {"stale_rate": STALE, "rumor_rate": RUMOUR} | ({} if leak_measured else {"leakage_at_10": LEAK})
+        want = {"stale_rate": STALE, "rumor_rate": RUMOR} | ({} if leak_measured else {"leakage_at_10": LEAK})
         assert run["not_measured_by_metric"] == want
         assert run["not_measured"].startswith("Not measured: stale rate (" + STALE)
         assert run["intervals"].startswith("Intervals: 95% bootstrap over queries")

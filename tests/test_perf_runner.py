@@ -14,7 +14,7 @@ import pytest
 from smartvector_bench.tools.perf.runner import write_results
 from smartvector_bench.tools.perf.summary import summary_rows
 from smartvector_bench.tools.perf.targets import evaluate_targets, render_markdown
-from smartvector_bench.tools.perf.timing import Row, repeat, rows, summarize
+from smartvector_bench.tools.perf.timing import Row, repeat, rows, timing_stats
 
 from .conftest import REPO
 
@@ -40,7 +40,7 @@ def test_rows_keep_every_repetition_and_summarize():
     rs = rows("c", "s", 10, "synthetic", "m", [3.0, 1.0, 2.0], "s")
     assert [r.rep for r in rs] == [0, 1, 2] and [r.value for r in rs] == [3.0, 1.0, 2.0]
     assert rows("c", "s", 10, "synthetic", "m", 5.0, "s")[0].rep == -1
-    s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
+    s = timing_stats([1.0, 2.0, 3.0, 4.0, 100.0])
     assert s["median"] == 3.0 and s["n"] == 5 and s["min"] == 1.0 and s["max"] == 100.0
     calls = []
     secs = repeat(lambda: calls.append(1), reps=4, warmup=2)

@@ -28,9 +28,9 @@ def test_difference_by_family_is_the_pooled_difference():
 
 def test_a_planted_effect_is_found_and_no_effect_is_not():
     fams, scen = _families()
-    rumoured = np.array([scen[f]["rumors"] > 0 for f in fams])
+    rumored = np.array([scen[f]["rumors"] > 0 for f in fams])
     reference = np.ones(len(fams))
-    hurt = np.where(rumoured, 0.0, 1.0)  # fails exactly where rumours are
+    hurt = np.where(rumored, 0.0, 1.0)  # fails exactly where rumours are
     rng = np.random.default_rng(0)
     noise = (rng.random(len(fams)) < 0.5).astype(float)
     out = scenario_effects({"ref": reference, "hurt": hurt, "noise": noise}, fams, scen, "ref", n_resamples=999)

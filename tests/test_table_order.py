@@ -1,5 +1,5 @@
-"""The main table's rows and roles come from one place, conf/table_order.yaml (core/report/table_order.py), and agree with
-the retriever configs and with the capabilities their classes declare."""
+"""The main table's rows and roles come from one place, conf/table_order.yaml (core/report/table_order.py), and agree
+with the retriever configs and with the capabilities their classes declare."""
 
 from __future__ import annotations
 

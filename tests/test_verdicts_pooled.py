@@ -1,5 +1,5 @@
-"""The building blocks of the claims table's verdict rules (smartvector_bench/core/evaluation/verdicts.py): Verdict, the Holm
-adjustment, sweep completeness, and the paired cluster permutation test and bootstrap pooled over seeds, on small
+"""The building blocks of the claims table's verdict rules (smartvector_bench/core/evaluation/verdicts.py): Verdict, the
+Holm adjustment, sweep completeness, and the paired cluster permutation test and bootstrap pooled over seeds, on small
 synthetic per-query outcomes."""
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Layout: ``corpus.jsonl`` (``_id``, ``title``, ``text``, ``metadata`` with the fields of :data:`CORPUS_META`),
 ``queries.jsonl`` (``_id``, ``text``, ``metadata`` with :data:`QUERY_META`), graded ``qrels/{dev,test}.tsv``
 (score >= 1 is relevant; every query needs one) and, when the folder came from ``smartvector-gen``,
-``manifest.json`` and ``labels/`` (:data:`LABEL_FILES`; see :mod:`smartvector_bench.core.evaluation.judgments`). Nothing a
-retriever reads names a chunk's family, kind or answer: those live in ``labels/``, for the evaluator only.
+``manifest.json`` and ``labels/`` (:data:`LABEL_FILES`; see :mod:`smartvector_bench.core.evaluation.judgments`). Nothing
+a retriever reads names a chunk's family, kind or answer: those live in ``labels/``, for the evaluator only.
 Every error is a :class:`BenchError` whose one-line message names the file and line it comes from (or the
 file, for file-level problems, with the fix); nothing is ever written into the folder. The manifest is optional:
 without it the folder loads unchecked (one line on stderr says so); with it every file it lists is checked

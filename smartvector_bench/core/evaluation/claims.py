@@ -1,7 +1,7 @@
 """The claims table's rows read from a results folder: each claim of the SmartVector paper (and of LiveVectorLake)
-with the :class:`~smartvector_bench.core.evaluation.verdicts.Verdict` its rule gives on the stored results (no experiment is
-re-run). ``paper_figures/claims.py`` renders them as Markdown, ``smartvector-report`` as HTML; both read them
-here, so the two cannot disagree.
+with the :class:`~smartvector_bench.core.evaluation.verdicts.Verdict` its rule gives on the stored results (no
+experiment is re-run). ``paper_figures/claims.py`` renders them as Markdown, ``smartvector-report`` as HTML; both read
+them here, so the two cannot disagree.
 
 Each result file is read through its result class, so a present but malformed one raises ResultError naming the
 file and the key; a missing one is None, which the rules turn into "not measured".

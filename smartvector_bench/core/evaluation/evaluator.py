@@ -4,8 +4,8 @@ paired tests against a baseline, and a per-category breakdown, as a JSON-ready d
 Conventions (in addition to those of :mod:`smartvector_bench.core.evaluation.metrics`):
 
 * Relevance is graded (qrels): a top-1 is **correct** when it has grade >= 1, i.e. it exists, is in force at
-  the query's ``as_of`` and states the value that holds then (:mod:`smartvector_bench.core.evaluation.judgments`). ``stale`` /
-  ``rumor``: the top-1 is in the query's stale / rumour set (labels; empty without labels). MRR@10, recall@5
+  the query's ``as_of`` and states the value that holds then (:mod:`smartvector_bench.core.evaluation.judgments`).
+  ``stale`` / ``rumor``: the top-1 is in the query's stale / rumour set (labels; empty without labels). MRR@10, recall@5
   and nDCG@10 come from ``ir-measures`` (trec_eval) over the graded qrels, with the run's ranks as distinct
   scores (so trec_eval's tie rule never applies).
 * Every query of the split is judged and counts in ``n_queries``. A query with no result is wrong, neither
@@ -13,7 +13,8 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.evaluation.met
 * A missing confidence (NaN, a Run's "no result") is 0.0 for ECE, Brier and AUROC: a calibrated abstention,
   not dropped. ``brier`` is the mean squared error of the top-1 confidence against correctness; ``auroc`` the
   area under the ROC of confidence as a predictor of a correct top-1 (ties count half; None with one class):
-  ECE and Brier depend on the score's scale, AUROC only on its order (:mod:`smartvector_bench.core.evaluation.metrics.calibration`).
+  ECE and Brier depend on the score's scale, AUROC only on its order
+  (:mod:`smartvector_bench.core.evaluation.metrics.calibration`).
 * Intervals are 95% (``level``) percentile **cluster** bootstraps: families (the query's policy family, from
   the labels; each query is its own cluster without labels) are resampled with replacement, with
   ``n_boot`` resamples and the same ``seed`` for every metric and system, so intervals are paired.
@@ -50,9 +51,10 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from smartvector_bench.core.errors import BenchError
 from smartvector_bench.core.evaluation.measured import ICC, KEY as NOT_MEASURED
-from smartvector_bench.core.evaluation.metrics import (bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci,
-                                            design_effect, ece, ir_metrics, leakage_rate, leaked, mcnemar_exact,
-                                            minimum_detectable_difference, paired_cluster_permutation_test)
+from smartvector_bench.core.evaluation.metrics import (
+    bootstrap_mean_ci, cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, ece, ir_metrics, leakage_rate,
+    leaked, mcnemar_exact, minimum_detectable_difference, paired_cluster_permutation_test,
+)
 from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.evaluation.metrics.calibration import auroc, brier
 from smartvector_bench.core.run import HIT_LABELS, Run

@@ -118,8 +118,8 @@ def _in_unit(m: dict, where: str, at: str) -> None:
 
 
 def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
-    """A split's ``not_measured`` (``{metric: reason}``, :mod:`smartvector_bench.core.evaluation.measured`), checked; {} when
-    absent (everything measured)."""
+    """A split's ``not_measured`` (``{metric: reason}``, :mod:`smartvector_bench.core.evaluation.measured`), checked; {}
+    when absent (everything measured)."""
     skip = m.get(measured.KEY)
     if skip is None:
         return {}
@@ -132,9 +132,9 @@ def _not_measured(m: dict, where: str, at: str) -> dict[str, str]:
 
 
 def _version_accuracy(m: dict, where: str, at: str) -> None:
-    """A split's ``version_accuracy`` (with its interval) and ``anatomy`` (core/evaluation/metrics/anatomy.py): both or neither
-    (files written before them have neither); a null only with its reason (``anatomy.not_measured``); the classes
-    partition the misses."""
+    """A split's ``version_accuracy`` (with its interval) and ``anatomy`` (core/evaluation/metrics/anatomy.py): both or
+    neither (files written before them have neither); a null only with its reason (``anatomy.not_measured``); the
+    classes partition the misses."""
     has_va, has_an = M.VERSION_ACCURACY in m, M.ANATOMY in m
     check(has_va == has_an, where, f"{at}.{M.ANATOMY if has_va else M.VERSION_ACCURACY}",
           f"missing beside {at}.{M.VERSION_ACCURACY if has_va else M.ANATOMY}")

@@ -361,13 +361,13 @@ class ConsolidationResult:
         return [e for e in self.store.events if e["kind"] in CONSOLIDATION_EVENTS]
 
     def summary(self) -> dict:
-        return summarize(self.store, self.agent)
+        return consolidation_summary(self.store, self.agent)
 
 
 CONSOLIDATION_EVENTS = ("contradiction", "dependency_detected", "ripple")
 
 
-def summarize(store: VectorStore, agent: ConsolidationAgent) -> dict:
+def consolidation_summary(store: VectorStore, agent: ConsolidationAgent) -> dict:
     """Counts of what consolidation did, and the edges as they count after the agent's last run."""
     kinds = {k: n for k, n in store.events.count("kind").items() if k in CONSOLIDATION_EVENTS}
     at = agent.last_run if agent.last_run is not None else -np.inf

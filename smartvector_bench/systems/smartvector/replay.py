@@ -44,8 +44,8 @@ def queries_at(queries: Queries, corpus: Corpus, labels: Labels, t: float) -> tu
     """The queries that can be asked at ``t``, each judged as of then; returns (queries, rows).
 
     Non-historical queries are asked as of ``t``: their relevant / stale / rumour sets are re-derived from the
-    labels at ``t`` (:func:`smartvector_bench.core.evaluation.judgments.judge_at`, over the chunks that exist by then), and a
-    query is skipped while no chunk answers it. Historical queries keep their own as_of and judgments and are
+    labels at ``t`` (:func:`smartvector_bench.core.evaluation.judgments.judge_at`, over the chunks that exist by then),
+    and a query is skipped while no chunk answers it. Historical queries keep their own as_of and judgments and are
     asked once ``t >= as_of``.
     """
     fam_rows: dict[str, np.ndarray] = {}

@@ -71,7 +71,7 @@ from typing import Mapping
 import numpy as np
 
 from smartvector_bench.systems.smartvector.consolidation import (
-    ConsolidationAgent, ConsolidationParams, consolidate, summarize,
+    ConsolidationAgent, ConsolidationParams, consolidate, consolidation_summary,
 )
 from smartvector_bench.core.dataset import Corpus
 from smartvector_bench.core.errors import BenchError
@@ -331,7 +331,7 @@ class SmartVector:
         out = {"confidence": f"reported_confidence={reported}: " + (
                     "top-1 four-signal score (weights normalised to sum 1), in [0, 1]" if reported == "score"
                     else "top-1 live confidence C at as_of"),
-               "consolidation": summarize(self.store, self.agent),
+               "consolidation": consolidation_summary(self.store, self.agent),
                "serve_time": format_iso(from_days(self.serve_time)),
                "status_policy": {"exclude": self.exclude, "dormant": self.policy.dormant,
                                  "exclude_created_after_as_of": self.policy.exclude_created_after_as_of},

@@ -79,7 +79,7 @@ from smartvector_bench.systems.smartvector.retriever import SmartVector
 from smartvector_bench.systems.smartvector_ref import SmartVectorRef
 from smartvector_bench.tools.scale import ScaleData, scale_dataset
 from smartvector_bench.tools.perf.systems import retriever_config
-from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows, summarize
+from smartvector_bench.tools.perf.timing import Row, per_query_latency, repeat, rows, timing_stats
 
 K = 10
 SYSTEM = "smartvector_ref"
@@ -309,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in out:
             groups[(r.case, r.system, r.metric, r.n_vectors)].append(r.value)
         for (case, system, metric, m), values in groups.items():
-            s = summarize(values)
+            s = timing_stats(values)
             print(f"  {case:<15} {system:<16} {metric:<23} n_vectors={m:<6} median {s['median']:<10.4g} "
                   f"p95 {s['p95']:<10.4g} n={s['n']}", flush=True)
         del data

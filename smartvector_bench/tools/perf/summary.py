@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from smartvector_bench.tools.perf.timing import Row, summarize
+from smartvector_bench.tools.perf.timing import Row, timing_stats
 
 RUN_FIELDS = ("case", "system", "n_vectors", "vectors", "metric", "rep", "value", "unit", "note")
 SUMMARY_FIELDS = ("case", "system", "n_vectors", "vectors", "metric", "unit", "median", "p05", "p95", "p99",
@@ -37,7 +37,7 @@ def summary_rows(runs: list[Row]) -> list[dict]:
     out = []
     for (case, system, n, vectors, metric), rs in groups.items():
         values = [r.value for r in rs]
-        s = summarize(values)
+        s = timing_stats(values)
         p99 = float(np.percentile(values, 99)) if values else float("nan")
         out.append({"case": case, "system": system, "n_vectors": n, "vectors": vectors, "metric": metric,
                     "unit": rs[0].unit, **{k: s[k] for k in ("median", "p05", "p95")}, "p99": p99,

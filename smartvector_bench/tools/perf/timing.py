@@ -2,7 +2,7 @@
 
 A *row* is one measured repetition: ``case`` (what is measured), ``system``, ``n_vectors``, ``vectors``
 (synthetic | real), ``metric`` (e.g. ``batch_s``, ``query_ms``, ``bytes``), ``rep`` (repetition, -1 for a
-value measured once), ``value`` and ``unit``. Every repetition is kept; :func:`summarize` gives medians and
+value measured once), ``value`` and ``unit``. Every repetition is kept; :func:`timing_stats` gives medians and
 spreads; ratios are taken between systems of the same run (:mod:`.runner`).
 """
 
@@ -82,7 +82,7 @@ def rows(case: str, system: str, n: int, vectors: str, metric: str, values, unit
     return [Row(case, system, int(n), vectors, metric, i, float(v), unit, note) for i, v in enumerate(values)]
 
 
-def summarize(values) -> dict:
+def timing_stats(values) -> dict:
     """median, p5, p95, min, max, IQR and count of repeated measurements."""
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:

@@ -1,9 +1,9 @@
 """Stored results -> the page model: plain dicts (and the drill-down JSON) that ``page.py`` renders.
 
 Every number is read through the typed result classes (MainMetrics, SweepSummary, the sweep loader) and every
-cell text comes from the renderers of the README's tables (``core/report/__init__.py``: ``main_cell``, ``category_cell``,
-``metric_parts``, ``power_line``; ``core/evaluation/claims.py`` for the claims), so the page and the README cannot disagree.
-A cell's ``value`` is the stored value itself as JSON (full precision; ``null`` when absent).
+cell text comes from the renderers of the README's tables (``core/report/__init__.py``: ``main_cell``,
+``category_cell``, ``metric_parts``, ``power_line``; ``core/evaluation/claims.py`` for the claims), so the page and the
+README cannot disagree. A cell's ``value`` is the stored value itself as JSON (full precision; ``null`` when absent).
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 from smartvector_bench.core.evaluation.metrics.bootstrap import bootstrap_ci, bootstrap_mean_ci
 from smartvector_bench.core.evaluation.metrics.calibration import bin_index, ece
-from smartvector_bench.core.evaluation.metrics.clustered import (cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
-                        paired_cluster_permutation_test)
+from smartvector_bench.core.evaluation.metrics.clustered import (
+    cluster_bootstrap_ci, cluster_bootstrap_mean_ci, design_effect, minimum_detectable_difference,
+    paired_cluster_permutation_test,
+)
 from smartvector_bench.core.evaluation.metrics.graded import ir_metrics
 from smartvector_bench.core.evaluation.metrics.significance import mcnemar_exact
 from smartvector_bench.core.evaluation.metrics.temporal import leakage_rate, leaked

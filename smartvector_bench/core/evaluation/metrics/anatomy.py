@@ -72,18 +72,18 @@ def gaps(labels, unmeasured: dict[str, str] | None = None) -> dict[str, str]:
     rumour reasons are taken from it, so every file prints the same words)."""
     unmeasured = unmeasured or {}
     out: dict[str, str] = {}
-    stale, rumour = unmeasured.get(M.STALE_RATE), unmeasured.get(M.RUMOR_RATE)
+    stale, rumor = unmeasured.get(M.STALE_RATE), unmeasured.get(M.RUMOR_RATE)
     if labels is None:
         return {"family": "no labels/ folder: the chunk and query families are unknown",
-                "rumour": rumour or "no labels/ folder: the rumour sets are unknown",
+                "rumour": rumor or "no labels/ folder: the rumour sets are unknown",
                 "value": "no labels/ folder: the values the chunks state are unknown",
                 "stale": stale or "no labels/ folder: the stale sets are unknown"}
     if not (np.asarray(labels.chunk_family, dtype=object) != "").any():
         out["family"] = "labels/ gives no chunk a family: the chunk families are unknown"
     elif stale:  # measured's reason "<gap>: the stale sets are unknown": no labels/queries.jsonl, no query family
         out["family"] = f"{stale.partition(': ')[0]}: the query families are unknown"
-    if rumour:
-        out["rumour"] = rumour
+    if rumor:
+        out["rumour"] = rumor
     if np.isnan(np.asarray(labels.chunk_value, dtype=np.float64)).all():
         out["value"] = "labels/ gives no chunk a value: the values the chunks state are unknown"
     if stale:

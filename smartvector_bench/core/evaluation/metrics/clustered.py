@@ -23,7 +23,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.stats import norm, permutation_test
 
-from smartvector_bench.core.evaluation.metrics.bootstrap import check_args, paired_arrays, percentile_bounds, resample_indices
+from smartvector_bench.core.evaluation.metrics.bootstrap import (check_args, paired_arrays, percentile_bounds,
+                                                                 resample_indices)
 
 # scipy >= 1.15 seeds permutation_test with `rng`; older releases (pyproject allows >= 1.11) with `random_state`.
 _SEED_KW = "rng" if "rng" in inspect.signature(permutation_test).parameters else "random_state"

@@ -53,8 +53,8 @@ def first_relevant_rank(mapped: list, relevant: set) -> int | None:
 
     ``mapped[r]`` is the collection of corpus rows the result at rank r+1 stands for (one returned lake row can
     stand for several corpus rows that hold the same text). Reciprocal rank is ``1 / rank`` (TREC MRR, Voorhees,
-    "The TREC-8 Question Answering Track Report", 1999), which ``ir_measures``' RR@10 computes for one corpus row per result.
-    ``evaluator.judge_sets`` is the vectorised
+    "The TREC-8 Question Answering Track Report", 1999), which ``ir_measures``' RR@10 computes for one corpus row per
+    result. ``evaluator.judge_sets`` is the vectorised
     form experiment=lvl_eval judges with, tested against this one.
     """
     for r, rows in enumerate(mapped, 1):

@@ -11,10 +11,10 @@ whose summary is not complete (``all_complete`` false, failed or missing jobs) g
 
 Pooled paired comparisons (:func:`pooled_paired`) join two sides' per-query rows, cluster them by
 ``(dataset_seed, family)`` (queries of one policy family share their failure modes; different seeds are
-different datasets) and run :func:`~smartvector_bench.core.evaluation.metrics.clustered.paired_cluster_permutation_test`.
-Non-additive metrics (ECE, Brier, AUROC, ECE after a Platt map fitted per seed on dev) are compared with a
-paired cluster bootstrap of the difference (:func:`pooled_bootstrap`); the difference counts as evidence when
-its 95% interval excludes 0.
+different datasets) and run
+:func:`~smartvector_bench.core.evaluation.metrics.clustered.paired_cluster_permutation_test`. Non-additive metrics (ECE,
+Brier, AUROC, ECE after a Platt map fitted per seed on dev) are compared with a paired cluster bootstrap of the
+difference (:func:`pooled_bootstrap`); the difference counts as evidence when its 95% interval excludes 0.
 """
 
 # The rules, by the claims they judge; every public name is importable from here.
