@@ -10,6 +10,8 @@ Layers, bottom up: ``smartvector_bench.core`` (data in, run out, scored); ``smar
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -180,6 +182,22 @@ def test_no_test_file_is_long():
     long = [f"{p.name}: {n} lines" for p in sorted((REPO / "tests").glob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
     assert long == []
+
+
+def _other_spellings(path: Path) -> list[str]:
+    """Identifiers spelled ``rumour``: code takes the data format's spelling (``rumor``); prose and the strings that
+    reach figures and published keys are left as they are."""
+    toks = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
+    return [f"{path.name}:{t.start[0]} {t.string}" for t in toks
+            if t.type == tokenize.NAME and "rumour" in t.string.lower()]
+
+
+def test_identifiers_spell_rumor_as_the_format_does(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("rumour_rate = 'rumour'  # a rumour\n", encoding="utf-8")
+    assert _other_spellings(probe) == ["probe.py:1 rumour_rate"]  # the check sees an identifier, not prose
+    paths = [*MODULES.values(), *sorted((REPO / "tests").glob("*.py"))]
+    assert [hit for path in paths for hit in _other_spellings(path)] == []
 
 
 @pytest.mark.parametrize("module", ["smartvector_bench.core", "smartvector_bench.systems", "smartvector_bench.tools"])
