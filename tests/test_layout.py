@@ -10,8 +10,6 @@ Layers, bottom up: ``smartvector_bench.core`` (data in, run out, scored); ``smar
 from __future__ import annotations
 
 import ast
-import io
-import tokenize
 from collections import defaultdict
 from pathlib import Path
 
@@ -185,17 +183,22 @@ def test_no_test_file_is_long():
 
 
 def _other_spellings(path: Path) -> list[str]:
-    """Identifiers spelled ``rumour``: code takes the data format's spelling (``rumor``); prose and the strings that
-    reach figures and published keys are left as they are."""
-    toks = tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline)
-    return [f"{path.name}:{t.start[0]} {t.string}" for t in toks
-            if t.type == tokenize.NAME and "rumour" in t.string.lower()]
+    """Identifiers spelled ``rumour`` (names, attributes, definitions, arguments; inside f-strings too): code takes the
+    data format's spelling (``rumor``); prose and the strings that reach figures and published keys keep theirs."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        name = (getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "arg", None)
+                or (node.name if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None))
+        if isinstance(name, str) and "rumour" in name.lower():
+            found.append(f"{path.name}:{node.lineno} {name}")
+    return found
 
 
 def test_identifiers_spell_rumor_as_the_format_does(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("rumour_rate = 'rumour'  # a rumour\n", encoding="utf-8")
-    assert _other_spellings(probe) == ["probe.py:1 rumour_rate"]  # the check sees an identifier, not prose
+    probe.write_text("rumour_rate = 'rumour'  # a rumour\nx = f'{RUMOUR}'\n", encoding="utf-8")
+    # the check sees an identifier, also inside an f-string, and not prose
+    assert _other_spellings(probe) == ["probe.py:1 rumour_rate", "probe.py:2 RUMOUR"]
     paths = [*MODULES.values(), *sorted((REPO / "tests").glob("*.py"))]
     assert [hit for path in paths for hit in _other_spellings(path)] == []
 

@@ -234,7 +234,7 @@ def test_figures_say_not_measured(windowed, plain, tmp_path, monkeypatch):
         texts = _texts(kept[0])
         assert "stale rate: not measured" in texts and "rumour rate: not measured" in texts
         assert texts.count("not measured") == 2 * len(m["systems"])  # each bar of both panels, none as 0.0%
-        assert f"not measured: stale rate ({STALE}); rumour rate ({RUMOUR})" in texts
+        assert f"not measured: stale rate ({STALE}); rumour rate ({RUMOR})" in texts
         assert any("over queries (no families: each query its own cluster)" in t for t in texts)
         outcome, kept = _drawn(fig_leakage, results, tmp_path / name, monkeypatch)
         if name == "plain":  # nothing to draw: no bar may read as 0%
