@@ -105,9 +105,7 @@ class Outcome:
 # -- order, colours --------------------------------------------------------------------------------------------
 
 def system_order(names) -> list[str]:
-    names = set(names)
-    known = [s for s in SYSTEM_ORDER if s in names]
-    return known + sorted(names - set(known))
+    return table_order.ordered(names, SYSTEM_ORDER)
 
 
 def line_style(name: str) -> str:

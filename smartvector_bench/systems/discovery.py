@@ -29,17 +29,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from smartvector_bench.core import CONF_DIR
-from smartvector_bench.core.report.table_order import SYSTEM_ORDER
+from smartvector_bench.core.report import table_order
 
 GROUP = "retriever"
 ALL = "all"
 # The main table's order (conf/table_order.yaml); a system not listed there follows them, by name.
-TABLE_ORDER = SYSTEM_ORDER
+TABLE_ORDER = table_order.SYSTEM_ORDER
 
 
 def ordered(names: Iterable[str]) -> list[str]:
-    names = set(names) - {ALL}
-    return [n for n in TABLE_ORDER if n in names] + sorted(names - set(TABLE_ORDER))
+    return table_order.ordered(set(names) - {ALL})
 
 
 def in_tree(conf_dir: str | Path = CONF_DIR) -> list[str]:

@@ -12,7 +12,7 @@ from smartvector_bench.core.evaluation.metrics import anatomy as A
 from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.evaluation.metrics.scenarios import FEATURES
 from smartvector_bench.core.evaluation.paper_claims import PAPER_MAIN_TABLE, PAPER_SETUP
-from smartvector_bench.core.report.table_order import SYSTEM_ORDER
+from smartvector_bench.core.report.table_order import ordered
 
 
 def _pct(x: float | None) -> str:
@@ -51,11 +51,6 @@ def p_text(p: float | None) -> str:
     if p is None:
         return "-"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
-
-
-def ordered(names) -> list[str]:
-    rank = {n: i for i, n in enumerate(SYSTEM_ORDER)}
-    return sorted(names, key=lambda n: (rank.get(n, len(rank)), n))
 
 
 SOFT_SUFFIX = "_soft"  # <system>_soft: the same system with its status filter off (conf/retriever/*_soft.yaml)

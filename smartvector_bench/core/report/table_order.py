@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -28,3 +29,9 @@ TABLE = read_table(Path(CONF_DIR) / "table_order.yaml")
 SYSTEM_ORDER = (*TABLE["baselines"], *TABLE["smartvector"], *TABLE["peers"], *TABLE["ceilings"])
 BASELINES = TABLE["baselines"]  # no SmartVector signal
 CEILINGS = TABLE["ceilings"]  # read labels/: not deployable
+
+
+def ordered(names: Iterable[str], order: tuple[str, ...] = SYSTEM_ORDER) -> list[str]:
+    """``names`` once each, those of ``order`` in its order, then any other one sorted by name."""
+    names = set(names)
+    return [n for n in order if n in names] + sorted(names - set(order))
