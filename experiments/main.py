@@ -68,7 +68,7 @@ class MainSettings:
 def settings(cfg: dict) -> MainSettings:
     """Validate ``cfg["experiment"]`` against the chosen systems; errors name ``experiment.<key>``."""
     s = experiment_settings(MainSettings, cfg.get("experiment"))
-    # a configured system, or an in-tree one left out by retriever=[...] (the paired columns then stay empty)
+    # a configured system, or an in-tree one a config composed without (the paired columns then stay empty)
     known = list(dict.fromkeys(configured(cfg.get("retrievers")) + in_tree()))
     for key in ("baseline", "power_reference", "tune_system"):
         name = getattr(s, key)
@@ -125,14 +125,14 @@ def _regime_extras(cfg: dict) -> dict:
     return {"metadata": record} if record else {}
 
 
-def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset) -> tuple[dict, dict[str, str]]:
-    """With ``systems: all``, a system the dataset cannot serve is left out with its one-line reason (a plain
-    BEIR folder has no validity windows); a system chosen by name must run, or the run stops here."""
-    if cfg.get("systems", "all") != "all":
-        for name, r in retrievers.items():
-            with retriever_call(name, "check_dataset"):
-                check_systems_on({name: r}, dataset)
-        return retrievers, {}
+def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset, truth: Dataset | None = None
+                   ) -> tuple[dict, dict[str, str]]:
+    """Which systems run on ``dataset`` (the corpus the retrievers are served). Under ``systems: all`` a system
+    the dataset cannot serve is left out with its one-line reason (a plain BEIR folder has no validity
+    windows). A system chosen by name must run, or the run stops here, unless it could serve ``truth`` (the
+    dataset before ``dataset.metadata`` rewrote it): then the regime removed what it needs, which is a finding
+    of the regime, and it is left out with its reason too."""
+    named = cfg.get("systems", "all") != "all"
     kept, skipped = {}, {}
     for name, r in retrievers.items():
         try:
@@ -141,15 +141,25 @@ def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset) -> tuple[dict,
             kept[name] = r
         except RetrieverFault:  # a check that crashed is the system's bug, not a dataset it cannot serve
             raise
-        except BenchError as exc:  # keep the reason, not the advice to drop it (done here)
-            why = str(exc).removeprefix("systems: ")
+        except BenchError as exc:
+            if named and (truth is None or truth is dataset or not _serves(name, r, truth)):
+                raise
+            why = str(exc).removeprefix("systems: ")  # keep the reason, not the advice to drop it (done here)
             skipped[name] = why.split(f" ({dataset.path}; drop")[0].replace(f", but {dataset.path} has no labels/ "
                                                                              f"folder; drop it from systems=",
                                                                              " and the dataset has no labels/")
     if not kept:
-        raise BenchError(f"systems: no configured system can run on {dataset.path}: "
-                         + "; ".join(skipped.values()))
+        raise BenchError(f"systems: no chosen system can run on {dataset.path}: " + "; ".join(skipped.values()))
     return kept, skipped
+
+
+def _serves(name: str, retriever, dataset: Dataset) -> bool:
+    try:
+        with retriever_call(name, "check_dataset"):
+            check_systems_on({name: retriever}, dataset)
+    except BenchError:
+        return False
+    return True
 
 
 def peak_rss_mb() -> float:
@@ -272,7 +282,7 @@ def run(cfg: dict, out_dir: str | Path) -> dict:
     corpus, queries = dataset.corpus, dataset.queries  # the truth: everything judged reads these
     served = served_corpus(cfg, dataset)  # what the retrievers see (dataset.metadata)
     # before any text is embedded: labels/ and the metadata each system needs
-    retrievers, skipped = usable_systems(cfg, retrievers, replace(dataset, corpus=served))
+    retrievers, skipped = usable_systems(cfg, retrievers, replace(dataset, corpus=served), dataset)
     systems = [n for n in systems if n in retrievers]
     for name, why in skipped.items():
         print(f"not run: {why}", file=sys.stderr)

@@ -86,6 +86,9 @@ def test_experiment_options_compose(option):
     else:
         assert option in (cfg["experiment"]["name"], cfg["experiment"].get("preset"))
     assert cfg["experiment"]["name"] in EXPERIMENTS
+    # one way to choose systems: every preset composes every retriever config and picks with `systems`
+    assert sorted(cfg["retrievers"]) == _options("retriever")
+    assert set(chosen_systems(cfg)) <= set(SYSTEMS)
 
 
 def test_main_large_is_main_on_the_large_profile():

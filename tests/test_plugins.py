@@ -214,11 +214,12 @@ def test_systems_all_picks_up_a_yaml_added_to_a_copy_of_conf(tmp_path, restore_a
     assert r.returncode == 0, r.stderr[-2000:]
     printed = yaml.safe_load(r.stdout)
     assert list(printed["retrievers"]) == found
-    # retriever=[...] still picks some
-    with initialize_config_dir(version_base="1.3", config_dir=str(conf)):
-        some = OmegaConf.to_container(compose("config", overrides=["retriever=[aa_cosine,plain_cosine]"]),
-                                      resolve=True)
-    assert chosen_systems(some) == ["aa_cosine", "plain_cosine"]
+    # one way to choose systems: retriever=[...] would compose only some, so the run refuses it, naming systems=
+    r = run_cli("smartvector-bench", "--config-path", str(conf), "retriever=[aa_cosine,plain_cosine]",
+                "embedder=hashing", f"hydra.run.dir={tmp_path / 'refused'}")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "retriever=[aa_cosine,plain_cosine]: choose the systems to run with systems=[a,b]" in r.stderr
+    assert not (tmp_path / "refused").exists()
 
 
 # ---- check_dataset: refused before anything is embedded ----------------------------------------------------

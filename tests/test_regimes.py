@@ -229,3 +229,27 @@ def test_main_serves_the_regime_and_judges_with_the_true_dataset(tmp_path):
     assert opened["systems"]["plain_cosine"] == full["systems"]["plain_cosine"]
     a = (tmp_path / "full" / "qrels_test.trec").read_bytes()
     assert a == (tmp_path / "open" / "qrels_test.trec").read_bytes()
+
+
+def test_a_named_system_is_left_out_only_when_the_regime_removed_what_it_needs(tiny_dataset):
+    """systems=[...] under a regime: a system the true dataset serves but the regime's store does not is a finding
+    (left out, with its reason); one the true dataset cannot serve either stops the run, as without a regime."""
+    from experiments.main import usable_systems
+
+    cfg = compose_config(TINY)
+    ds = load_dataset(tiny_dataset)
+    retrievers = {n: build_retriever(n, dict(cfg["retrievers"][n])) for n in ("plain_cosine", "oracle")}
+    store = replace(ds, corpus=apply_regime(ds.corpus, "created_only"))
+    named = {**cfg, "systems": ["plain_cosine", "oracle"]}
+    kept, skipped = usable_systems(named, retrievers, store, ds)
+    assert list(kept) == ["plain_cosine"] and list(skipped) == ["oracle"]
+    assert "oracle needs metadata.valid_from, metadata.valid_to" in skipped["oracle"]
+    assert "drop it" not in skipped["oracle"]
+    # without the truth (or when the truth is what is served) a named system must run
+    for truth in (None, store):
+        with pytest.raises(BenchError, match="oracle needs metadata"):
+            usable_systems(named, retrievers, store, truth)
+    # systems: all leaves it out as before; nothing left to run is an error naming every reason
+    assert list(usable_systems({**cfg, "systems": "all"}, retrievers, store)[1]) == ["oracle"]
+    with pytest.raises(BenchError, match="no chosen system can run on .*oracle needs"):
+        usable_systems(named, {"oracle": retrievers["oracle"]}, store, ds)

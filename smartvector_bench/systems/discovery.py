@@ -3,8 +3,9 @@
 conf/config.yaml's defaults say ``retriever: all``; ``retriever/all`` is not a file but a node of Hydra's
 ConfigStore whose own defaults list names every retriever config found, so composing it loads them all (each
 yaml's ``# @package retrievers.<name>`` header puts it in place). The in-tree systems come first in the table
-order (:data:`TABLE_ORDER`), any other one after them, sorted by name. A user's ``retriever=[a,b]`` replaces
-``all`` as any group override does.
+order (:data:`TABLE_ORDER`), any other one after them, sorted by name. ``systems=[a,b]`` chooses
+which run; the CLI refuses any other ``retriever`` choice (smartvector_bench/tools/cli.py), so every run's
+config holds every system.
 
 * Importing :mod:`smartvector_bench` registers ``all`` for the repository's conf/ (so ``compose()`` in tests,
   perf and notebooks composes every in-tree system).

@@ -77,6 +77,18 @@ def _job(cfg: DictConfig) -> dict:
                     atomic_write_bytes(path, data)
 
 
+def check_retriever_group(choice, overrides=()) -> None:
+    """One way to choose systems: ``systems=``. The ``retriever`` group always composes every retriever config on
+    the search path (``retriever/all``), so a run's config holds every system and ``systems`` says which ran.
+    ``choice`` is Hydra's ``runtime.choices.retriever``; ``overrides`` the command line's, to name the bad one."""
+    if choice == discovery.ALL:
+        return
+    said = next((o for o in overrides if o.lstrip("+~").split("=")[0].split("@")[0] == discovery.GROUP),
+                "a preset's `override /retriever`")
+    raise BenchError(f"{said}: choose the systems to run with systems=[a,b] (or systems=all); the retriever group "
+                     "always composes every retriever config found")
+
+
 def _locked_job(cfg: DictConfig, hc, out_dir: str, multirun: bool, before: set[str]) -> dict:
     try:
         container = OmegaConf.to_container(cfg, resolve=True)
@@ -85,6 +97,7 @@ def _locked_job(cfg: DictConfig, hc, out_dir: str, multirun: bool, before: set[s
             name = (container.get("experiment") or {}).get("preset", "this preset")
             raise BenchError(f"experiment={name} is a sweep preset (over {sweep}); run it with -m: "
                              f"{PROG} -m experiment={name}")
+        check_retriever_group(hc.runtime.choices.get(discovery.GROUP), list(hc.overrides.task))
         module = validate_config(container)
     except BaseException as exc:
         if multirun:

@@ -43,7 +43,7 @@ def check_retrievers(cfg: dict) -> None:
     """Every configured system, chosen or not, so no bad key is accepted silently: building one imports its
     ``_target_``, checks it is a Retriever and checks all of its keys (each class validates its own parameters)
     and loads nothing. A section without ``_target_`` is not a system (e.g. ``retrievers.smartvector.weights``
-    alone, left by the weights group when ``retriever=[...]`` leaves smartvector out)."""
+    alone, left by the weights group in a composed config without smartvector)."""
     retrievers = cfg.get("retrievers")
     if not isinstance(retrievers, dict):
         raise BenchError(f"retrievers={retrievers!r}: must map system names to their configs")
