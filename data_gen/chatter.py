@@ -1,7 +1,7 @@
 """A family's messages (slack, email, meeting notes): when each is written, what it states, and its text.
 
 The family's scenario (:mod:`data_gen.scenarios`) says how many of each kind it has: an announcement of the
-latest change before the policy is revised, injected rumours (a value wrong when written), confirmations of the
+latest change before the policy is revised, injected rumors (a value wrong when written), confirmations of the
 value then in force (which go out of date when it changes), and notes that state no value. Source, sender,
 wording (:func:`data_gen.catalog.messages.render_message`) and layout (:mod:`data_gen.layout`) are drawn the
 same way for every kind: only the time and the value differ.
@@ -28,7 +28,7 @@ def slots(plan) -> list[str]:
 
 def certainty_levels(seed: int, plans) -> dict[tuple[str, str, int], str]:
     """Each message's certainty level (hedged / assertive / plain), balanced within each kind over the dataset:
-    the levels are dealt in turn and shuffled, so rumours and right messages are hedged equally often, not
+    the levels are dealt in turn and shuffled, so rumors and right messages are hedged equally often, not
     only in expectation (a small profile's i.i.d. draws could differ by chance)."""
     out: dict[tuple[str, str, int], str] = {}
     for kind in KINDS:

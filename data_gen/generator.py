@@ -9,13 +9,13 @@ leave allowance of warehouse staff, whose value changes over time. For each fami
 - for ``runbook_fraction`` of the families a **runbook** (technical doc or wiki) whose configuration step
   applies the value, revised after each policy version. A *lagging* runbook gets its last revision without the
   new value: an authoritative source, window open, stating the old value;
-- **messages** (slack, email, meeting notes; :mod:`data_gen.chatter`): injected rumours stating a wrong value,
+- **messages** (slack, email, meeting notes; :mod:`data_gen.chatter`): injected rumors stating a wrong value,
   confirmations of the value in force when written (which can go out of date), notes that state no value,
   and an announcement of the latest change before the policy document is revised (the revision is not yet
   published when the queries are asked, so the old policy version is still open and only the message is right).
 
 Which families get which scenario is a factorial design (:mod:`data_gen.scenarios`): versions, lagging
-source, early announcement, recent change, rumours, confirmations and notes are drawn independently, each at
+source, early announcement, recent change, rumors, confirmations and notes are drawn independently, each at
 its own rate. Every chunk's length and digit count are drawn from one distribution whatever its role
 (:mod:`data_gen.layout`), and message wording is drawn independently of whether the message is right
 (:mod:`data_gen.catalog.messages`).
@@ -351,9 +351,9 @@ class Generator:
         return records
 
     def _categorise(self, rec: QueryRecord, fam: Family) -> None:
-        """``contested``: an injected rumour (a message wrong when written) exists at as_of; else
+        """``contested``: an injected rumor (a message wrong when written) exists at as_of; else
         ``recently_updated`` if the value changed within recent_days; else ``current``. (A confirmation that
-        has gone out of date is in the query's rumour set but does not make the fact contested.)"""
+        has gone out of date is in the query's rumor set but does not make the fact contested.)"""
         if rec.category in ("historical", "dependent"):
             return
         if any(c.message_type == "rumor" and c.created_at <= rec.as_of for c in fam.chunks):
@@ -372,7 +372,7 @@ class Generator:
         order = seeded_rng(p.seed, "families").permutation(len(catalog))[: p.n_families]
         specs = [catalog[int(i)] for i in order]
         for i, spec in enumerate(specs):
-            need = p.versions[i % len(p.versions)] + 2  # one more for an announced change, one unused for rumours
+            need = p.versions[i % len(p.versions)] + 2  # one more for an announced change, one unused for rumors
             if need > len(spec.topic.values):
                 raise BenchError(f"dataset.versions={list(p.versions)}: topic {spec.topic.key!r} has "
                                  f"{len(spec.topic.values)} values; use at most {len(spec.topic.values) - 2} versions")

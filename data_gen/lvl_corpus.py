@@ -22,7 +22,7 @@ fact, ``scope`` / ``procedure`` / ``contacts``, ``note`` for the boilerplate; th
 document's fact timeline to ``labels/families.jsonl``. Queries ask the family's value now and as of a date
 inside an earlier version (the topic's ``questions`` / ``historical_questions``); their judgments follow
 :func:`smartvector_bench.core.evaluation.judgments.judge_at`: the fact row in force at ``as_of`` (grade 2) is the one
-relevant row; earlier fact rows stating a superseded value are stale; there are no rumours. Whole documents go to dev
+relevant row; earlier fact rows stating a superseded value are stale; there are no rumors. Whole documents go to dev
 or test.
 """
 

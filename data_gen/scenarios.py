@@ -1,13 +1,13 @@
 """A factorial scenario design: which families get which scenario feature, each feature drawn on its own.
 
 A reviewer of benchmark v2 found its scenarios confounded: the "recent" families were exactly the
-"announced" ones, announced families never had rumours and rumour families had nothing but rumours, so a
+"announced" ones, announced families never had rumors and rumor families had nothing but rumors, so a
 per-category figure measured the generator's coupling, not a system. Here every feature has its own rate:
 
 - ``recent``: the latest change took effect within ``recent_days`` of now (``recent_fraction``);
 - ``announced``: the latest change is announced by a message before the policy is revised
   (``early_announcement_rate``);
-- ``rumors``: ``rumors_per_family`` injected rumours (``contradiction_rate``);
+- ``rumors``: ``rumors_per_family`` injected rumors (``contradiction_rate``);
 - ``confirmations``: ``confirmations_per_family`` messages confirming the value then in force
   (``confirmation_rate``);
 - ``notes``: ``notes_per_family`` messages on the topic that state no value (``note_rate``);

@@ -332,7 +332,7 @@ def _table(result: dict, summary: dict) -> str:
         f"Feedback from the {rp['feedback_split']} split (correct a wrong answer with p = {rp['p_correct']:g}, "
         f"accept a right one with p = {rp['p_accept']:g}); measured on the {rp['eval_split']} split.",
         "",
-        "| system | first round | at now | last round [95% CI] | mean over rounds | stale (last) | rumour (last) "
+        "| system | first round | at now | last round [95% CI] | mean over rounds | stale (last) | rumor (last) "
         "| ECE (last) |",
         "|---|---|---|---|---|---|---|---|",
     ]

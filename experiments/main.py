@@ -183,8 +183,8 @@ def _dataset_extras(dataset: Dataset) -> dict:
     return out
 
 
-# contradiction_detection's figures that are scored against the rumour sets (``verdicts`` is the system's own count)
-RUMOR_SCORED = ("rumours_ingested", "rumours_demoted", "rumour_recall", "loser_precision")
+# contradiction_detection's figures that are scored against the rumor sets (``verdicts`` is the system's own count)
+RUMOR_SCORED = ("rumors_ingested", "rumors_demoted", "rumor_recall", "loser_precision")
 
 
 def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
@@ -193,11 +193,11 @@ def _info(name: str, retriever, queries, unmeasured: dict[str, str]) -> dict:
     with retriever_call(name, "describe"):
         info = retriever.describe()
     info = check_info(name, "describe", info)
-    if isinstance(retriever, AuditsConsolidation):  # score its verdicts against the injected rumours
+    if isinstance(retriever, AuditsConsolidation):  # score its verdicts against the injected rumors
         with retriever_call(name, "contradiction_detection"):
             found = retriever.contradiction_detection(queries.rumor)
         found = check_info(name, "contradiction_detection", found)
-        if why := unmeasured.get(M.RUMOR_RATE):  # no rumour sets: nothing to score against
+        if why := unmeasured.get(M.RUMOR_RATE):  # no rumor sets: nothing to score against
             found = {**found, **dict.fromkeys(RUMOR_SCORED), measured.KEY: dict.fromkeys(RUMOR_SCORED, why)}
         info = {**info, "contradiction_detection": found}
     return info

@@ -6,7 +6,7 @@ and the metadata rules; each learned on dev, applied on test). Writes ``shortcut
 profile x seed x rule), ``table.md`` and, last, ``shortcut_audit.json`` (per-seed results, the mean / min / max
 test gain of each rule over valid_cosine, whether every surface rule, ``surface_gbm`` included, stays within
 ``max_surface_gain``, the same for the metadata rules (reported, not barred), and two diagnostics read from
-labels/ by this experiment only: how often the hedge lexicon matches rumours and correct messages, and which
+labels/ by this experiment only: how often the hedge lexicon matches rumors and correct messages, and which
 section kind is the longest of a document version, against chance).
 """
 
@@ -151,7 +151,7 @@ def render(result: dict) -> str:
     return "\n".join(lines)
 
 
-MESSAGE_CLASSES = ("rumour", "announcement", "right_when_written", "no_value")
+MESSAGE_CLASSES = ("rumor", "announcement", "right_when_written", "no_value")
 
 
 def _mean(xs) -> float | None:
@@ -200,8 +200,8 @@ def render_diagnostics(diag: dict) -> list[str]:
 def diagnostics(corpus, queries, labels) -> dict:
     """Per dataset, from labels/ (never seen by a rule): (a) the hedge and certainty lexicons on messages, by what
     a message states when written (its family's timeline at its created_at: the value then in force, the next
-    value before it takes effect (an announcement), another value (a rumour), no value) and by the query
-    judgments (in some query's rumour set, relevant to some query); (b) per document type, the share of versions
+    value before it takes effect (an announcement), another value (a rumor), no value) and by the query
+    judgments (in some query's rumor set, relevant to some query); (b) per document type, the share of versions
     in which each section kind is the longest, against chance."""
     if labels is None:
         return {"hedge": {"by_class": {}, "by_judgment": {}}, "longest_section": {}}
@@ -219,7 +219,7 @@ def diagnostics(corpus, queries, labels) -> dict:
             t = corpus.created_at[i]
             later = tl.values[tl.effective_from > t]
             cls[i] = ("right_when_written" if v == tl.value_at(t) else
-                      "announcement" if len(later) and v == later[0] else "rumour")
+                      "announcement" if len(later) and v == later[0] else "rumor")
 
     def stats(mask: np.ndarray) -> dict:
         n = int(mask.sum())
@@ -232,9 +232,9 @@ def diagnostics(corpus, queries, labels) -> dict:
     relevant = np.zeros(len(corpus), dtype=bool)
     relevant[queries.relevant.indices] = True
     by_class = {c: stats(msg & (cls == c)) for c in MESSAGE_CLASSES + ("unknown",) if (msg & (cls == c)).any()}
-    by_judgment = {"in_a_rumour_set": stats(msg & in_rumor), "relevant_to_a_query": stats(msg & relevant),
-                   "rumour_never_relevant": stats(msg & in_rumor & ~relevant),
-                   "relevant_never_rumour": stats(msg & relevant & ~in_rumor)}
+    by_judgment = {"in_a_rumor_set": stats(msg & in_rumor), "relevant_to_a_query": stats(msg & relevant),
+                   "rumor_never_relevant": stats(msg & in_rumor & ~relevant),
+                   "relevant_never_rumor": stats(msg & relevant & ~in_rumor)}
     rank, group = length_rank(corpus), version_groups(corpus)
     sections = np.bincount(group, minlength=group.max() + 1 if len(group) else 0)
     kinds = np.asarray(labels.chunk_kind, dtype=object)

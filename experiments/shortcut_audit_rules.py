@@ -50,7 +50,8 @@ NEWEST_TOP_M = (1, 2, 3, 5, 10, None)  # None: all candidates
 # Hearsay and doubt, as a reviewer would list them (matched case-insensitively, on word boundaries).
 HEDGE_LEXICON = (
     "i heard", "we heard", "pretty sure", "reckons", "reckon", "not official", "unofficial", "unofficially",
-    "i think", "i believe", "apparently", "rumour", "rumor", "rumours", "rumors", "rumoured", "rumored",
+    "i think", "i believe", "apparently",
+    "rumour", "rumor", "rumours", "rumors", "rumoured", "rumored",  # external spelling too: words real text uses
     "someone said", "somebody said", "said", "told me", "heads up", "not sure", "probably", "supposedly",
     "allegedly", "as far as i know", "afaik", "if i recall", "iirc", "i guess", "i gather", "word is",
     "unconfirmed", "at least that's what", "mentioned", "can someone confirm", "still to confirm",

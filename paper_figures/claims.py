@@ -171,11 +171,11 @@ def _seeds_section(results: Path) -> str:
     sysm = summary.results["systems"]
     seeds = summary.results["seeds"]
     out = [f"Dataset seeds {', '.join(map(str, seeds))} (`results/seeds/`), test split, mean (sample sd):", "",
-           "| system | top-1 | stale rate | rumour rate | ECE |", "|---|---|---|---|---|"]
+           "| system | top-1 | stale rate | rumor rate | ECE |", "|---|---|---|---|---|"]
     for name in ordered(sysm):
         t = sysm[name]["test"]
         cells = []
-        for key in M.SUMMARY_METRICS:  # top-1, stale rate, rumour rate, ECE: the table's columns
+        for key in M.SUMMARY_METRICS:  # top-1, stale rate, rumor rate, ECE: the table's columns
             v = t.get(key) or {}
             mean, sd = v.get("mean"), v.get("sd")
             if mean is None:  # no seed measured it (null in every job's metrics.json)
@@ -229,7 +229,7 @@ def oracle_gaps(results: Path, rel: str = "main") -> list[dict]:
 
 def _oracle_section(results: Path) -> str:
     out = ["| profile | system | test queries right where the oracle is wrong | of which the oracle's answer was "
-           "stale / a rumour | wrong where the oracle is right |", "|---|---|---|---|---|"]
+           "stale / a rumor | wrong where the oracle is right |", "|---|---|---|---|---|"]
     any_rows = False
     for rel in ("main", "main_large"):
         for g in oracle_gaps(results, rel):

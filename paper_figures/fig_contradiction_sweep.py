@@ -1,4 +1,4 @@
-"""Contradiction sweep: top-1 accuracy (test split) against the share of families with injected rumours
+"""Contradiction sweep: top-1 accuracy (test split) against the share of families with injected rumors
 (``dataset.contradiction_rate``), per system in the main table's order (plain_cosine, valid_cosine,
 smartvector, livevectorlake, kg_smartvector, oracle in the preset): the line is the mean over dataset seeds,
 the band the min-max over seeds. Baselines are dashed, the label-reading oracle (a ceiling) dotted.
@@ -50,7 +50,7 @@ def make(path: Path, values, out_dir: Path) -> c.Outcome:
     ax.set_ylim(0, 1)
     c.percent_axis(ax.yaxis)
     c.percent_axis(ax.xaxis)
-    ax.set_xlabel("contradiction rate (share of families with injected rumours)")
+    ax.set_xlabel("contradiction rate (share of families with injected rumors)")
     ax.set_ylabel("top-1 accuracy (test split)")
     n = values["dataset_seed"].nunique()
     styles = (["dashed: baselines"] if any(s in c.BASELINES for s in systems) else []) + (

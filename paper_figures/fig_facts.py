@@ -1,5 +1,5 @@
 """Real facts that changed (``experiment=facts``: hand-written questions over the 18F Handbook's and GitHub's site
-policies' histories, docs/facts.md), test split: the chart of ``fig_main.py`` (top-1, stale rate, rumour rate,
+policies' histories, docs/facts.md), test split: the chart of ``fig_main.py`` (top-1, stale rate, rumor rate,
 ECE with 95% cluster bootstrap intervals over facts, the paper's claims as markers) from the facts run.
 
 Input: ``results/facts/metrics.json``. Output: ``fig_facts.png`` / ``fig_facts.pdf``.

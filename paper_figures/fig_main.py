@@ -1,4 +1,4 @@
-"""Main comparison (test split): top-1, stale rate, rumour rate and ECE per system (the baselines, the SmartVector
+"""Main comparison (test split): top-1, stale rate, rumor rate and ECE per system (the baselines, the SmartVector
 family, the peers, the metadata filter and the label-reading oracle, in the main table's order) with 95% cluster
 bootstrap intervals over policy families, and the SmartVector paper's claimed values
 (``smartvector_bench.core.evaluation.paper_claims``) as markers. The oracle's bars are hatched: it reads labels/, a
@@ -27,7 +27,7 @@ NAME = "fig_main"
 INPUT = Path("main") / MainMetrics.FILE
 SPLIT = "test"
 PANELS = ((M.TOP1, "top-1 accuracy", True), (M.STALE_RATE, "stale rate", True),
-          (M.RUMOR_RATE, "rumour rate", True), (M.ECE, "ECE", False))
+          (M.RUMOR_RATE, "rumor rate", True), (M.ECE, "ECE", False))
 
 
 def load(path: Path) -> tuple[list[str], dict, tuple[int | None, int | None], str | None, dict[str, str], str]:

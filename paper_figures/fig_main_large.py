@@ -1,5 +1,5 @@
 """Main comparison on the large profile (``dataset=versioned_policies_large``: all 100 families, 1,150 queries;
-every system but smartvector_ref), test split: the chart of ``fig_main.py`` (top-1, stale rate, rumour rate,
+every system but smartvector_ref), test split: the chart of ``fig_main.py`` (top-1, stale rate, rumor rate,
 ECE with 95% cluster bootstrap intervals over families, the paper's claims as markers) from the large run.
 
 Input: ``results/main_large/metrics.json``. Output: ``fig_main_large.png`` / ``fig_main_large.pdf``.

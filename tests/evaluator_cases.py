@@ -14,11 +14,11 @@ _ = -1  # padding
 # q  split category          family relevant (grade)  stale    rumor  ranked (k = 8)             conf  outcome
 # 0  dev   current           A      0 (2), 5 (1)      []       []     5 0 6                      0.90  correct (grade 1 top)
 # 1  dev   recently_updated  A      1 (2)             [2]      []     2 7 1                      0.80  stale,   rr 1/3
-# 2  dev   contested         B      3 (2)             []       [4]    4 8 9 10 11 12 3           0.35  rumour,  rr 1/7
+# 2  dev   contested         B      3 (2)             []       [4]    4 8 9 10 11 12 3           0.35  rumor,  rr 1/7
 # 3  dev   current           B      13 (2)            []       []     (nothing)                  NaN   wrong,   rr 0
 # 4  dev   recently_updated  C      14 (2), 17 (1)    [15, 16] []     14 15                      0.30  correct, r5 1/2
 # 5  test  current           D      0 (2)             []       []     0                          1.00  correct
-# 6  test  contested         D      3 (2), 18 (1)     []       [4]    4 18 3                     0.60  rumour,  rr 1/2
+# 6  test  contested         D      3 (2), 18 (1)     []       [4]    4 18 3                     0.60  rumor,  rr 1/2
 # 7  test  current           E      1 (2)             [2]      []     9 8                        0.10  wrong,   rr 0
 RANKED = np.array([
     [5, 0, 6, _, _, _, _, _],

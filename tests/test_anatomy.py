@@ -24,13 +24,13 @@ AS_OF = 25.0
 #  0   F      policy   statement  50    18      [20, inf)   relevant
 #  1   F      policy   statement  40    8       [10, 20)    stale, not in force  -> superseded_version
 #  2   F      runbook  statement  40    9       [10, inf)   stale, in force      -> lagging_source
-#  3   F      message  note       99    12      [12, inf)   rumour               -> rumour
+#  3   F      message  note       99    12      [12, inf)   rumor               -> rumor
 #  4   F      policy   scope      -     0       [0, inf)    states no value      -> non_answer
 #  5   G      policy   statement  7     0       [0, inf)    another family       -> other_family
 #  6   ""     policy   note       -     0       [0, inf)    no family            -> other_family
 #  7   F      policy   statement  60    22      [30, inf)   announced, not yet   -> not_in_force
 #  8   F      policy   statement  77    0       [0, inf)    a value never in force, in force, neither stale
-#                                                           nor rumour           -> other
+#                                                           nor rumor           -> other
 ROWS = [
     {"text": "f 50", "doc": "F", "version": 3, "authority": 0.9, "created": 18.0, "valid_from": 20.0},
     {"text": "f 40", "doc": "F", "version": 2, "authority": 0.9, "created": 8.0, "valid_from": 10.0,
@@ -53,7 +53,7 @@ TIMELINES = {"F": Timeline(np.array([0.0, 10.0, 20.0]), np.array([30.0, 40.0, 50
              "G": Timeline(np.array([0.0]), np.array([7.0]))}
 # One query per outcome, all about F at day 25: the top-1 each system returns and the class it must land in.
 TOP1 = [0, -1, 5, 6, 3, 4, 2, 1, 7, 8]
-WANT = ["correct", "no_result", "other_family", "other_family", "rumour", "non_answer", "lagging_source",
+WANT = ["correct", "no_result", "other_family", "other_family", "rumor", "non_answer", "lagging_source",
         "superseded_version", "not_in_force", "other"]
 
 
@@ -104,8 +104,8 @@ def test_miss_classes_uses_the_times_it_is_given_and_the_precedence():
     valid_to[1] = INF
     got = A.miss_classes([1, 1, 3], [False, False, False], q.family, q.as_of, q.stale, q.rumor, CHUNK_FAMILY, VALUE,
                          c.created_at, c.valid_from, valid_to)
-    assert got.tolist() == ["lagging_source", "lagging_source", "rumour"]
-    # a rumour chunk of another family is other_family first (precedence), whatever the rumour set says
+    assert got.tolist() == ["lagging_source", "lagging_source", "rumor"]
+    # a rumor chunk of another family is other_family first (precedence), whatever the rumor set says
     fam = CHUNK_FAMILY.copy()
     fam[3] = "G"
     got = A.miss_classes([3], [False], q.family[:1], q.as_of[:1], q.stale.take([0]), q.rumor.take([0]), fam, VALUE,
@@ -119,9 +119,9 @@ def test_the_summary_counts_each_class_and_partitions_the_misses():
     s = A.anatomy_summary(cls, np.zeros(len(cls), dtype=np.int64), n_boot=50, seed=0)
     assert s["n_misses"] == 9 and s["n_unclassified"] == 0
     assert s["other_family"] == {"count": 2, "share": 0.2, "share_ci": [0.2, 0.2]}  # one cluster: no spread
-    for name in ("no_result", "rumour", "non_answer", "lagging_source", "superseded_version", "not_in_force", "other"):
+    for name in ("no_result", "rumor", "non_answer", "lagging_source", "superseded_version", "not_in_force", "other"):
         assert s[name] == {"count": 1, "share": 0.1, "share_ci": [0.1, 0.1]}, name
-    # same family: the correct one, rumour, non_answer, lagging, superseded, not_in_force, other -> 1 / 7
+    # same family: the correct one, rumor, non_answer, lagging, superseded, not_in_force, other -> 1 / 7
     assert s[A.VERSION_ACCURACY] == round(1 / 7, 6) and s[M.ci(A.VERSION_ACCURACY)] == [round(1 / 7, 6)] * 2
     assert A.NOT_MEASURED not in s
 
@@ -131,8 +131,8 @@ def _ratio(c, s):
 
 
 def test_version_accuracy_given_family_by_hand():
-    # 3 correct, 2 same-family misses (lagging_source, rumour), 2 other_family, 1 no_result: 3 / (3 + 2) = 0.6
-    cls = np.array(["correct", "correct", "lagging_source", "other_family", "correct", "no_result", "rumour",
+    # 3 correct, 2 same-family misses (lagging_source, rumor), 2 other_family, 1 no_result: 3 / (3 + 2) = 0.6
+    cls = np.array(["correct", "correct", "lagging_source", "other_family", "correct", "no_result", "rumor",
                     "other_family"], dtype=object)
     clusters = np.array(["a", "a", "a", "b", "b", "c", "c", "c"], dtype=object)
     s = A.anatomy_summary(cls, clusters, n_boot=200, seed=3)
@@ -141,7 +141,7 @@ def test_version_accuracy_given_family_by_hand():
     assert s["n_misses"] == 5
     # the interval: the pooled ratio over resampled families (a, b, c sorted), the evaluator's resamples
     correct = np.array([2, 1, 0])  # correct per family a, b, c
-    same = np.array([3, 1, 1])  # a: 2 correct + lagging; b: 1 correct; c: rumour
+    same = np.array([3, 1, 1])  # a: 2 correct + lagging; b: 1 correct; c: rumor
     draws = resample_indices(3, 200, 3)
     want = percentile_bounds(correct[draws].sum(axis=1) / same[draws].sum(axis=1), 0.95)
     assert s[M.ci(A.VERSION_ACCURACY)] == [round(want[0], 6), round(want[1], 6)]
@@ -155,7 +155,7 @@ def test_version_accuracy_given_family_by_hand():
 def test_without_labels_the_family_classes_are_none_with_a_reason():
     q = queries()
     unmeasured = {M.STALE_RATE: "no labels/ folder: the stale sets are unknown",
-                  M.RUMOR_RATE: "no labels/ folder: the rumour sets are unknown"}
+                  M.RUMOR_RATE: "no labels/ folder: the rumor sets are unknown"}
     missing = A.gaps(None, unmeasured)
     assert set(missing) == set(A.INPUTS)
     got = classes_of(TOP1, q, None, missing)
@@ -163,12 +163,12 @@ def test_without_labels_the_family_classes_are_none_with_a_reason():
     assert got == ["correct", "no_result"] + ["unclassified"] * 5 + ["not_in_force", "not_in_force", "unclassified"]
     why = A.not_measured(missing)
     s = A.anatomy_summary(np.array(got, dtype=object), np.arange(len(got)), n_boot=50, seed=0, unmeasured=why)
-    gone = {"other_family", "rumour", "non_answer", "lagging_source", "superseded_version", "other"}
+    gone = {"other_family", "rumor", "non_answer", "lagging_source", "superseded_version", "other"}
     assert {c for c in A.CLASSES if s[c] is None} == gone
     assert s["no_result"]["count"] == 1 and s["not_in_force"]["count"] == 2 and s["n_unclassified"] == 6
     assert s[A.VERSION_ACCURACY] is None and s[M.ci(A.VERSION_ACCURACY)] == [None, None]
     assert set(s[A.NOT_MEASURED]) == gone | {A.VERSION_ACCURACY}
-    assert s[A.NOT_MEASURED]["rumour"] == unmeasured[M.RUMOR_RATE]  # measured.unmeasured's words
+    assert s[A.NOT_MEASURED]["rumor"] == unmeasured[M.RUMOR_RATE]  # measured.unmeasured's words
     assert s[A.NOT_MEASURED]["lagging_source"] == unmeasured[M.STALE_RATE]
     assert s[A.NOT_MEASURED]["other_family"].startswith("no labels/ folder")
 
@@ -180,10 +180,10 @@ def test_labels_without_values_or_query_labels_follow_measured():
     assert set(A.gaps(no_values)) == {"value"}
     assert set(A.not_measured(A.gaps(no_values))) == {"non_answer", "other"}
     gap = {M.STALE_RATE: "labels/ has no queries.jsonl: the stale sets are unknown",
-           M.RUMOR_RATE: "labels/ has no queries.jsonl: the rumour sets are unknown"}
+           M.RUMOR_RATE: "labels/ has no queries.jsonl: the rumor sets are unknown"}
     missing = A.gaps(lab, gap)
     assert missing == {"family": "labels/ has no queries.jsonl: the query families are unknown",
-                       "rumour": gap[M.RUMOR_RATE], "stale": gap[M.STALE_RATE]}
+                       "rumor": gap[M.RUMOR_RATE], "stale": gap[M.STALE_RATE]}
 
 
 def _settings():
@@ -206,7 +206,7 @@ def _evaluated(with_labels: bool):
     c = corpus()
     lab = labels(q) if with_labels else None
     unmeasured = {} if with_labels else {M.STALE_RATE: "no labels/ folder: the stale sets are unknown",
-                                         M.RUMOR_RATE: "no labels/ folder: the rumour sets are unknown"}
+                                         M.RUMOR_RATE: "no labels/ folder: the rumor sets are unknown"}
     runs = {"a": _run("a", TOP1 + TOP1), "b": _run("b", [0] * n)}
     return evaluate_runs(runs, q, c, _settings(), unmeasured=unmeasured, labels=lab)
 
@@ -217,7 +217,7 @@ def test_evaluate_runs_holds_the_anatomy_of_each_split():
         a = results["a"][split]
         assert a[M.ANATOMY]["n_misses"] == 9 and a[M.ANATOMY]["n_unclassified"] == 0
         assert {c: a[M.ANATOMY][c]["count"] for c in A.CLASSES} == {
-            "no_result": 1, "other_family": 2, "rumour": 1, "non_answer": 1, "lagging_source": 1,
+            "no_result": 1, "other_family": 2, "rumor": 1, "non_answer": 1, "lagging_source": 1,
             "superseded_version": 1, "not_in_force": 1, "other": 1}
         assert a[M.VERSION_ACCURACY] == a[M.ANATOMY][A.VERSION_ACCURACY] == round(1 / 7, 6)
         assert a[M.ci(M.VERSION_ACCURACY)] == a[M.ANATOMY][M.ci(A.VERSION_ACCURACY)]
@@ -232,7 +232,7 @@ def test_evaluate_runs_without_labels_stores_the_reasons():
         a = results["a"][split]
         assert a[M.VERSION_ACCURACY] is None and a[M.ci(M.VERSION_ACCURACY)] == [None, None]
         assert a[M.ANATOMY]["no_result"]["count"] == 1 and a[M.ANATOMY]["not_in_force"]["count"] == 2
-        assert a[M.ANATOMY]["rumour"] is None and "rumour" in a[M.ANATOMY][A.NOT_MEASURED]
+        assert a[M.ANATOMY]["rumor"] is None and "rumor" in a[M.ANATOMY][A.NOT_MEASURED]
         assert M.VERSION_ACCURACY not in (a.get("not_measured") or {})  # the split's own reasons are unchanged
 
 
@@ -277,7 +277,7 @@ def test_table_md_shows_the_anatomy_and_ver_fam():
     assert "| ver\\|fam |" in table.splitlines()[0]
     assert f"| {100 / 7:.1f}% [" in next(x for x in table.splitlines() if x.startswith("| a |"))
     anat = anatomy_table(m, "test").splitlines()
-    assert anat[0].startswith("| system | no result | other family | rumour |")
+    assert anat[0].startswith("| system | no result | other family | rumor |")
     assert anat[2] == "| a | 10.0% (1) | 20.0% (2) | 10.0% (1) | 10.0% (1) | 10.0% (1) | 10.0% (1) | 10.0% (1) | " \
                       "10.0% (1) | 9 |"
     _, results, _, _ = _evaluated(False)

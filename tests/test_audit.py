@@ -25,7 +25,7 @@ from .test_consolidation_agent import VERDICT_ROWS, VERDICT_VECS
 # ---- lineage ----------------------------------------------------------------------------------------------
 
 # X = row 1 (document A, version 2). Its words are shared with no other row (no detected dependencies);
-# X, the rumour (5) and the official figure (6) embed the same way and state different values.
+# X, the rumor (5) and the official figure (6) embed the same way and state different values.
 LINEAGE_ROWS = [
     {"text": "alpha first", "doc": "A", "version": 1, "authority": 0.9, "created": 0.0, "valid_to": 10.0,
      "source": "policy"},
@@ -51,9 +51,9 @@ ISO = {0: "1970-01-01T00:00:00Z", 10: "1970-01-11T00:00:00Z", 12: "1970-01-13T00
 @pytest.fixture
 def life():
     tl = Timeline(make_corpus(LINEAGE_ROWS), ConsolidationParams(detector="semantic"), LINEAGE_VECS)
-    # 1: A v1 and B v1 arrive at 0. 12: X arrives and supersedes A v1 at 10, the rumour arrives at 12: X wins
-    # (rumour newer 1 vote, X higher authority 1 vote, ratio tied -> authority tie-break).
-    # 16: the official figure arrives at 15: it beats X (newer, higher authority: 2 votes) and the rumour.
+    # 1: A v1 and B v1 arrive at 0. 12: X arrives and supersedes A v1 at 10, the rumor arrives at 12: X wins
+    # (rumor newer 1 vote, X higher authority 1 vote, ratio tied -> authority tie-break).
+    # 16: the official figure arrives at 15: it beats X (newer, higher authority: 2 votes) and the rumor.
     # 21: B v2 supersedes B v1 at 20: X depends on B v1 -> ripple 0.15 at hop 1.
     tl.run(1.0, 12.0, 16.0, 21.0)
     tl.store.feedback(1, True, 25.0)
@@ -107,7 +107,7 @@ def test_lineage_chains_winner_side_and_never_ingested(life):
     assert [x["id"] for x in lineage(s, 0)["superseded_by"]] == ["c1", "c2"]
     assert [(x["id"], x["valid_from"]) for x in lineage(s, 2)["supersedes"]] == [("c1", ISO[10]), ("c0", ISO[0])]
     assert lineage(s, 2)["superseded_by"] == []
-    # the official figure won both of its verdicts at 16 (X, then the rumour)
+    # the official figure won both of its verdicts at 16 (X, then the rumor)
     assert [(c["role"], c["other"]) for c in lineage(s, 6)["contradictions"]] == [("winner", "c1"),
                                                                                   ("winner", "c5")]
     rumor = lineage(s, 5)
@@ -225,23 +225,23 @@ def test_detection_quality_hand_made():
     corpus = make_corpus([{"text": f"t{i}", "doc": f"d{i}", "authority": 0.5, "created": 0.0} for i in range(5)])
     store = VectorStore(corpus)
     for i in (0, 1, 3, 4):
-        store.ingest(i, 0.0)  # rumour 2 never arrives
-    rumor = Ragged.from_lists([[1], [2], [1, 2]])  # rumours {1, 2}
+        store.ingest(i, 0.0)  # rumor 2 never arrives
+    rumor = Ragged.from_lists([[1], [2], [1, 2]])  # rumors {1, 2}
     agent = SimpleNamespace(contradictions=[(0, 1, 1), (0, 4, 2), (3, 1, 1)])
-    # losers 1, 4, 1: rumours ingested {1}, demoted {1} -> recall 1/1; 2 of the 3 verdict losers are rumours
-    assert detection_quality(store, agent, rumor) == {"rumours_ingested": 1, "verdicts": 3, "rumours_demoted": 1,
-                                                      "rumour_recall": 1.0, "loser_precision": 0.666667}
+    # losers 1, 4, 1: rumors ingested {1}, demoted {1} -> recall 1/1; 2 of the 3 verdict losers are rumors
+    assert detection_quality(store, agent, rumor) == {"rumors_ingested": 1, "verdicts": 3, "rumors_demoted": 1,
+                                                      "rumor_recall": 1.0, "loser_precision": 0.666667}
     none = SimpleNamespace(contradictions=[])
-    assert detection_quality(store, none, rumor) == {"rumours_ingested": 1, "verdicts": 0, "rumours_demoted": 0,
-                                                     "rumour_recall": 0.0, "loser_precision": None}
-    assert detection_quality(VectorStore(corpus), none, rumor)["rumour_recall"] is None  # nothing ingested
+    assert detection_quality(store, none, rumor) == {"rumors_ingested": 1, "verdicts": 0, "rumors_demoted": 0,
+                                                     "rumor_recall": 0.0, "loser_precision": None}
+    assert detection_quality(VectorStore(corpus), none, rumor)["rumor_recall"] is None  # nothing ingested
 
 
 def test_detection_quality_from_a_real_agent_run():
     tl = Timeline(make_corpus(VERDICT_ROWS), ConsolidationParams(detector="semantic"), VERDICT_VECS).run(6.0)
-    # the rumour (row 1) lost the one verdict
+    # the rumor (row 1) lost the one verdict
     assert detection_quality(tl.store, tl.agent, Ragged.from_lists([[1]])) == {
-        "rumours_ingested": 1, "verdicts": 1, "rumours_demoted": 1, "rumour_recall": 1.0, "loser_precision": 1.0}
-    # had the policy (row 0) been the injected rumour, the verdict would have missed it
+        "rumors_ingested": 1, "verdicts": 1, "rumors_demoted": 1, "rumor_recall": 1.0, "loser_precision": 1.0}
+    # had the policy (row 0) been the injected rumor, the verdict would have missed it
     assert detection_quality(tl.store, tl.agent, Ragged.from_lists([[0]])) == {
-        "rumours_ingested": 1, "verdicts": 1, "rumours_demoted": 0, "rumour_recall": 0.0, "loser_precision": 0.0}
+        "rumors_ingested": 1, "verdicts": 1, "rumors_demoted": 0, "rumor_recall": 0.0, "loser_precision": 0.0}

@@ -27,11 +27,11 @@ def unit(*rows) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-# 0 policy and 1 rumour state different values and embed the same way; 2 depends on the rumour (no words in
+# 0 policy and 1 rumor state different values and embed the same way; 2 depends on the rumor (no words in
 # common with anything: no detected dependency edges).
 VERDICT_ROWS = [
     {"text": "policy allows 2", "doc": "policy", "authority": 0.9, "created": 0.0, "source": "policy"},
-    {"text": "rumour says 4", "doc": "slack", "authority": 0.3, "created": 5.0, "source": "slack"},
+    {"text": "rumor says 4", "doc": "slack", "authority": 0.3, "created": 5.0, "source": "slack"},
     {"text": "cafeteria menu", "doc": "wiki", "authority": 0.75, "created": 1.0, "depends": [1]},
 ]
 VERDICT_VECS = unit([1, 0, 0], [1, 0, 0], [0, 1, 0])
@@ -40,7 +40,7 @@ VERDICT_VECS = unit([1, 0, 0], [1, 0, 0], [0, 1, 0])
 def test_semantic_verdict_is_applied_and_ripples_to_the_dependant():
     tl = Timeline(make_corpus(VERDICT_ROWS), ConsolidationParams(detector="semantic"), VERDICT_VECS).run(6.0)
     s = tl.store
-    # rumour newer (1 vote), policy higher authority (1 vote), feedback ratios tied (abstain) -> 1-1 ->
+    # rumor newer (1 vote), policy higher authority (1 vote), feedback ratios tied (abstain) -> 1-1 ->
     # tie_break authority -> policy wins
     assert tl.agent.contradictions == [(0, 1, 1)]
     assert s.negative.tolist() == [0.0, 1.0, 0.0] and s.positive.tolist() == [0.0, 0.0, 0.0]
@@ -51,7 +51,7 @@ def test_semantic_verdict_is_applied_and_ripples_to_the_dependant():
             "cosine": 1.0, "values": [[2.0], [4.0]]}
     fb = kinds(s, "feedback", 1)
     assert [(e["accepted"], e["cause"]) for e in fb] == [(False, "verdict: contradicted by c0")]
-    # rumour at 6 (age 1): 0.3 * 2^(-1/30) = 0.293131 -> - 0.08 = 0.213131
+    # rumor at 6 (age 1): 0.3 * 2^(-1/30) = 0.293131 -> - 0.08 = 0.213131
     assert (fb[0]["confidence_before"], fb[0]["confidence_after"]) == (round(0.3 * 2 ** (-1 / 30), 6),
                                                                        round(0.3 * 2 ** (-1 / 30) - 0.08, 6))
     # the loser ripples to its dependant, hop 1: 0.75 - 0.15 = 0.6

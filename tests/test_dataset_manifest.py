@@ -1,6 +1,6 @@
 """What loading a folder says about its manifest and about label lists it ignores: a present manifest's problems
 all at once, each with its fix (loader, smartvector-validate and both command lines alike); a folder without
-one loads unchecked, saying so in one line; stale or rumour lists in query metadata are named in a warning that
+one loads unchecked, saying so in one line; stale or rumor lists in query metadata are named in a warning that
 points to labels/queries.jsonl."""
 
 from __future__ import annotations
@@ -118,10 +118,14 @@ def test_a_folder_without_a_manifest_loads_unchecked_and_says_so_in_one_line(tmp
     assert capsys.readouterr().err == note + "\n"
 
 
+# a foreign export's key for its rumor lists, in its own spelling
+FOREIGN_KEY = "rumour_ids"  # external spelling
+
+
 def _stale_beir(root: Path) -> Path:
-    """A BEIR export that carries its stale and rumour lists in the queries' metadata (and one at top level)."""
+    """A BEIR export that carries its stale and rumor lists in the queries' metadata (and one at top level)."""
     queries = [{"_id": f"q{i}", "text": f"topic {i % 4} question {i}",
-                "metadata": {"stale": [f"d{(i + 1) % 12}"], "rumour_ids": [f"d{(i + 2) % 12}"]}} for i in range(12)]
+                "metadata": {"stale": [f"d{(i + 1) % 12}"], FOREIGN_KEY: [f"d{(i + 2) % 12}"]}} for i in range(12)]
     queries[0]["Rumor"] = ["d5"]
     return write_beir(root, queries=queries)
 
@@ -132,10 +136,10 @@ def test_stale_lists_in_query_metadata_are_named_in_a_warning_that_points_to_lab
     assert ds.queries.stale.counts().sum() == 0 and ds.queries.rumor.counts().sum() == 0  # ignored, as before
     warning = ds.notes[1]
     assert warning == (
-        f"{folder / 'queries.jsonl'}:1: warning: ignored Rumor (1 query), metadata.rumour_ids (12 queries), "
-        "metadata.stale (12 queries): stale and rumour sets are read from labels/queries.jsonl only, one line per "
+        f"{folder / 'queries.jsonl'}:1: warning: ignored Rumor (1 query), metadata.{FOREIGN_KEY} (12 queries), "
+        "metadata.stale (12 queries): stale and rumor sets are read from labels/queries.jsonl only, one line per "
         'query: {"_id": "<query id>", "stale": ["<chunk id>", ...], "rumor": ["<chunk id>", ...]} '
-        "(docs/datasets.md, Labels); this folder has none, so the stale and rumour rates are not measured")
+        "(docs/datasets.md, Labels); this folder has none, so the stale and rumor rates are not measured")
     assert capsys.readouterr().err.splitlines() == list(ds.notes)
 
 
@@ -145,7 +149,7 @@ def test_the_warnings_advice_works(tmp_path):
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
     (folder / "labels").mkdir()
     (folder / "labels" / "queries.jsonl").write_text("".join(
-        json.dumps({"_id": r["_id"], "stale": r["metadata"]["stale"], "rumor": r["metadata"]["rumour_ids"]}) + "\n"
+        json.dumps({"_id": r["_id"], "stale": r["metadata"]["stale"], "rumor": r["metadata"][FOREIGN_KEY]}) + "\n"
         for r in rows))
     ds = load_dataset(folder)
     assert ds.queries.stale.counts().tolist() == [1] * 12 and ds.queries.rumor.counts().tolist() == [1] * 12

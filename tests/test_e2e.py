@@ -129,13 +129,13 @@ def _check_run_files(out: Path, dataset_dir: Path, metrics: dict) -> None:
             assert len(r["ranked"]) <= 10 and len(r["ranked"]) == len(r["scores"]) == len(r["labels"])
             top = r["ranked"][0] if r["ranked"] else None
             assert r["correct"] == (top is not None and qrels[r["query_id"]].get(top, 0) >= 1), (name, r)
-            # each hit's label from the dataset's files: relevant in the qrels, else in the stale / rumour lists
+            # each hit's label from the dataset's files: relevant in the qrels, else in the stale / rumor lists
             lab = labels["queries"][r["query_id"]] if labels is not None else {"stale": [], "rumor": []}
             want = ["correct" if qrels[r["query_id"]].get(c, 0) >= 1 else "stale" if c in lab["stale"]
                     else "rumor" if c in lab["rumor"] else "other" for c in r["ranked"]]
             assert r["labels"] == want, (name, r["query_id"])
             flags = [want[:1] == [x] for x in ("correct", "stale", "rumor")]
-            if labels is None:  # no stale / rumour sets: those flags are null (not measured), never false
+            if labels is None:  # no stale / rumor sets: those flags are null (not measured), never false
                 flags[1:] = [None, None]
             assert [r["correct"], r["stale"], r["rumor"]] == flags
             if name in FOUR_SIGNAL:
@@ -264,7 +264,7 @@ def test_label_free_systems_run_on_a_dataset_without_labels(tmp_path, tiny_datas
     metrics = run(cfg, tmp_path / "run")
     ds = _read_dataset(folder)
     assert metrics["dataset"]["labels"] is False
-    # without labels every query is its own cluster (and metrics.json says so), and the stale / rumour rates are
+    # without labels every query is its own cluster (and metrics.json says so), and the stale / rumor rates are
     # not measured: null with the reason, not 0
     assert metrics["dataset"]["n_families"] == metrics["dataset"]["n_queries"] == len(ds["queries"])
     assert metrics["dataset"]["clusters"].startswith("per query: no labels/ folder")
@@ -275,7 +275,7 @@ def test_label_free_systems_run_on_a_dataset_without_labels(tmp_path, tiny_datas
             assert m["n_families"] == m["n_queries"]
             assert m["stale_rate"] is None and m["rumor_rate"] is None
             assert m["not_measured"] == {"stale_rate": "no labels/ folder: the stale sets are unknown",
-                                         "rumor_rate": "no labels/ folder: the rumour sets are unknown"}
+                                         "rumor_rate": "no labels/ folder: the rumor sets are unknown"}
     _check_run_files(tmp_path / "run", folder, metrics)
 
 

@@ -25,7 +25,7 @@ def test_judge_sets_a_hit_stands_for_several_rows_or_none():
     hits = [
         [[7, 2], [], [9, 1]],   # vs q1 (relevant 1, stale 2): top hit holds stale 2; the 2nd maps to no row
         [[6, 5]],               # vs q0 (relevant 0, 5): one of the top hit's two rows is relevant
-        [[4], [3]],             # vs q2 (relevant 3, rumour 4)
+        [[4], [3]],             # vs q2 (relevant 3, rumor 4)
         [[0], [13]],            # vs q3 (relevant 13) with k = 2: rank 2
         [],                     # vs q5: nothing returned
     ]

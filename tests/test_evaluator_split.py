@@ -75,7 +75,7 @@ def test_evaluate_dev_split():
     assert res["n_families"] == 3         # A, B, C
     assert res["top1"] == 0.4             # q0, q4 of 5
     assert res["stale_rate"] == 0.2       # q1 (top-1 = 2, superseded)
-    assert res["rumor_rate"] == 0.2       # q2 (top-1 = 4, rumour)
+    assert res["rumor_rate"] == 0.2       # q2 (top-1 = 4, rumor)
     assert res["mrr_at_10"] == 0.495238   # (1 + 1/3 + 1/7 + 0 + 1) / 5 = 52/105
     assert res["recall_at_5"] == 0.5      # (1 + 1 + 0 + 0 + 1/2) / 5
     assert res["ndcg_at_10"] == round(sum(NDCG[:5]) / 5, 6)
@@ -129,7 +129,7 @@ def test_by_category():
     cat = evaluate_split(make_run(), make_queries(), "dev", n_boot=200)["by_category"]
     assert list(cat) == ["contested", "current", "recently_updated"]   # sorted by name
     point = ("n_queries", "top1", "stale_rate", "rumor_rate", "ece", "mrr_at_10", "recall_at_5", "ndcg_at_10")
-    # contested = {q2}: rumour, wrong, conf 0.35 -> ECE 0.35, rr 1/7; one family: a degenerate interval
+    # contested = {q2}: rumor, wrong, conf 0.35 -> ECE 0.35, rr 1/7; one family: a degenerate interval
     assert cat["contested"] == {"n_queries": 1, "top1": 0.0, "stale_rate": 0.0, "rumor_rate": 1.0, "ece": 0.35,
                                 "mrr_at_10": 0.142857, "recall_at_5": 0.0, "ndcg_at_10": round(NDCG[2], 6),
                                 "top1_ci": [0.0, 0.0]}

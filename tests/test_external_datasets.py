@@ -1,5 +1,5 @@
 """Every experiment on external-style datasets written here: a plain BEIR folder (no metadata, no labels) and a
-git-history corpus (validity windows, reduced labels, no rumours, no dependencies). Each experiment runs, or
+git-history corpus (validity windows, reduced labels, no rumors, no dependencies). Each experiment runs, or
 refuses with one line that names what it needs, before any work; never a traceback."""
 
 from __future__ import annotations

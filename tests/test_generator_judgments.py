@@ -1,5 +1,5 @@
 """The versioned-policy generator's queries: splits by family, judgments equal to judge_at recomputed from the labels,
-categories that follow them, and the scenarios (lagging sources, announcements, rumours) they exercise."""
+categories that follow them, and the scenarios (lagging sources, announcements, rumors) they exercise."""
 
 from __future__ import annotations
 
@@ -93,8 +93,8 @@ def test_categories_follow_the_judgments(ds):
     cat = q.category
     contested = cat == "contested"
     assert (q.rumor.counts()[contested] > 0).all()
-    # contested = an injected rumour exists (the family's scenario); an out-of-date confirmation alone does not
-    # make a fact contested, so current / recently_updated queries may still have a rumour set.
+    # contested = an injected rumor exists (the family's scenario); an out-of-date confirmation alone does not
+    # make a fact contested, so current / recently_updated queries may still have a rumor set.
     scenario = {json.loads(x)["family"]: json.loads(x)["scenario"]
                 for x in (ds.path / "labels" / "families.jsonl").read_text().splitlines()}
     injected = np.array([scenario[f]["rumors"] > 0 for f in q.family])

@@ -131,7 +131,7 @@ def test_contradiction_rate_keeps_families_dates_and_values(default_files):
         assert timelines(files) == base_t, rate
         assert policy_facts(files) == base_p, rate  # the policy documents do not move either
         rumors[rate] = sum(f["scenario"]["rumors"] for f in _rows(files["labels/families.jsonl"]))
-        # rumours are added to their families' messages; every other chunk stays
+        # rumors are added to their families' messages; every other chunk stays
         assert len(files["corpus.jsonl"].splitlines()) == 258 - 12 + rumors[rate]
     assert rumors[0.0] == 0 and rumors[0.25] == 2 * round(0.25 * 12)
     assert rumors[0.0] < rumors[0.25] < rumors[1.0]

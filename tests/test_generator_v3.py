@@ -50,8 +50,8 @@ def test_the_v2_confounds_are_gone(large):
     recent = {p.spec.key for p in plans if p.recent}
     announced = {p.spec.key for p in plans if p.announced}
     assert recent != announced and recent & announced and announced - recent
-    assert any(p.announced and p.n_rumors for p in plans)  # announced families can have rumours
-    assert any(p.n_rumors and p.n_confirmations and p.n_notes for p in plans)  # rumour families have the rest too
+    assert any(p.announced and p.n_rumors for p in plans)  # announced families can have rumors
+    assert any(p.n_rumors and p.n_confirmations and p.n_notes for p in plans)  # rumor families have the rest too
 
 
 def test_the_scenario_draw_keeps_its_counts_and_is_balanced():

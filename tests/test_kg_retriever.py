@@ -37,7 +37,7 @@ def kg_cfg(**overrides) -> dict:
 
 def tiny_corpus() -> tuple[Corpus, np.ndarray]:
     """c0 policy v1 [0, 100); c1 v2 (created 90, valid from 100) supersedes c0; c2 runbook depends on c0; c3
-    depends on c2; c4 a recent rumour; c5 created after serve time (130)."""
+    depends on c2; c4 a recent rumor; c5 created after serve time (130)."""
     rows = [
         {"created": 0.0, "vf": 0.0, "vt": 100.0, "auth": 0.9, "v": [1, 0, 0], "src": "policy_doc", "ver": 1},
         {"created": 90.0, "vf": 100.0, "vt": INF, "auth": 0.9, "v": [0.99, 0.14, 0], "sup": 0, "src": "policy_doc", "ver": 2},

@@ -2,7 +2,7 @@
 
 The proof is behavioural: every system runs twice through the real experiment, once on a generated dataset and
 once on a copy whose labels, qrels and query judgments are scrambled, and must return exactly the same
-rankings, scores and confidences. A system that read a family, a kind, a value, a stale or rumour set or the
+rankings, scores and confidences. A system that read a family, a kind, a value, a stale or rumor set or the
 qrels (directly or through anything the harness hands it) would see different inputs the second time.
 """
 

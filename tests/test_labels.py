@@ -1,5 +1,5 @@
 """Ground-truth judgments (smartvector_bench.core.evaluation.judgments) on hand-made arrays: timelines, window edges,
-grades, stale versus rumour, and announced values."""
+grades, stale versus rumor, and announced values."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_a_chunk_created_after_as_of_gets_no_judgment():
     chunks = [
         _chunk("policy", 7, 10.0),                      # in force, states the truth
         _chunk("policy", 7, 10.0, created=15.0),        # would be relevant, but published later
-        _chunk("message", 3, 0.0, created=15.0),        # would be a rumour
+        _chunk("message", 3, 0.0, created=15.0),        # would be a rumor
         _chunk("runbook", 5, 0.0, created=15.0),        # would be stale
     ]
     j = _judge(chunks, TWO, as_of=12.0)

@@ -244,7 +244,7 @@ def _check_judgments(written) -> None:
         # independently: the gold text is a paragraph of the document version in force at as_of
         d = _in_force(docs, str(c.doc_id[g]), float(q.as_of[i]))
         assert c.texts[g] in d["text"].split("\n\n")
-        # stale: the family's earlier fact rows whose value is no longer the truth; no rumours
+        # stale: the family's earlier fact rows whose value is no longer the truth; no rumors
         fam = np.nonzero((lab.chunk_family == q.family[i]) & (lab.chunk_kind == "statement"))[0]
         expected = sorted(int(j) for j in fam if c.created_at[j] <= q.as_of[i] and c.valid_to[j] <= q.as_of[i]
                           and lab.chunk_value[j] != truth)

@@ -1,4 +1,4 @@
-"""Message wording (data_gen.catalog.messages): a reviewer cannot tell rumours from confirmations and
+"""Message wording (data_gen.catalog.messages): a reviewer cannot tell rumors from confirmations and
 announcements by their words. Certainty frames, claim forms and source forms are drawn from pools shared by
 every kind, with a number of draws that depends on nothing; every message fits one chunk, states its value
 once (notes none, and never the topic's phrase) and carries a number."""
@@ -158,7 +158,7 @@ def test_no_word_marks_rumors(corpus):
         ratio = max(fr, ft) / max(min(fr, ft), 1e-9)
         if ratio > 3:
             bad[w] = (round(fr, 3), round(ft, 3))
-    assert not bad, f"words with a rumour / (confirmation + announcement) frequency ratio above 3: {bad}"
+    assert not bad, f"words with a rumor / (confirmation + announcement) frequency ratio above 3: {bad}"
 
 
 def test_rumors_and_confirmations_share_every_frequent_phrase(corpus):
@@ -178,7 +178,7 @@ def test_announcements_are_dated(corpus):
     for _, fields, _, text in corpus["announcement"]:
         body = text.replace(fields["v"], " ")
         assert fields["date"] in body, text
-    # rumours and confirmations use the dated forms too
+    # rumors and confirmations use the dated forms too
     for kind in ("rumor", "confirmation"):
         dated = sum(f["date"] in t for _, f, _, t in corpus[kind]) / N_PER_KIND
         assert 0.5 <= dated <= 0.85, (kind, dated)

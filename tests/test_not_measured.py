@@ -1,7 +1,7 @@
 """A figure whose inputs the dataset lacks is "not measured" everywhere, never 0: experiment=main on two
-labels-free BEIR folders whose queries carry stale / rumour lists in their metadata (which the loader ignores:
+labels-free BEIR folders whose queries carry stale / rumor lists in their metadata (which the loader ignores:
 only labels/queries.jsonl gives the sets), then every consumer of its metrics.json. Folder ``windowed``: a
-generated dataset with labels/ moved into the queries' metadata (stale and rumour rates not measured, leakage
+generated dataset with labels/ moved into the queries' metadata (stale and rumor rates not measured, leakage
 measured). Folder ``plain``: a plain BEIR folder without times (leakage not measured either)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import fig_leakage  # noqa: E402
 import fig_main  # noqa: E402
 
 STALE = "no labels/ folder: the stale sets are unknown"
-RUMOR = "no labels/ folder: the rumour sets are unknown"
+RUMOR = "no labels/ folder: the rumor sets are unknown"
 LEAK = "corpus.jsonl does not give every chunk metadata.valid_from or created_at: the validity windows are unknown"
 PER_QUERY = ("per query: no labels/ folder, so each query is its own cluster; intervals and permutation p-values "
              "treat the queries as independent")
@@ -39,7 +39,7 @@ RATES = ("stale_rate", "rumor_rate")
 
 
 def _labels_into_metadata(root: Path) -> Path:
-    """The folder as a user would bring it: the stale / rumour lists in queries.jsonl's metadata, no labels/."""
+    """The folder as a user would bring it: the stale / rumor lists in queries.jsonl's metadata, no labels/."""
     labels = {r["_id"]: r for r in map(json.loads, (root / "labels" / "queries.jsonl").read_text().splitlines())}
     rows = [json.loads(line) for line in (root / "queries.jsonl").read_text().splitlines() if line.strip()]
     for r in rows:
@@ -113,11 +113,11 @@ def test_metrics_json_stores_null_with_the_reason(windowed, plain):
         assert m["power"]["icc"] is None and m["power"]["not_measured"] == {"icc": ICC}
         for info in m["system_info"].values():
             found = info.get("contradiction_detection")
-            if found is not None:  # scored against the rumour sets: not measured; its own verdict count stays
-                assert set(found["not_measured"]) == {"rumours_ingested", "rumours_demoted", "rumour_recall",
+            if found is not None:  # scored against the rumor sets: not measured; its own verdict count stays
+                assert set(found["not_measured"]) == {"rumors_ingested", "rumors_demoted", "rumor_recall",
                                                       "loser_precision"}
                 assert all(found[k] is None for k in found["not_measured"]) and isinstance(found["verdicts"], int)
-        # nowhere in the file does a stale or rumour rate hold a number
+        # nowhere in the file does a stale or rumor rate hold a number
         text = (out / "metrics.json").read_text()
         assert not any(f'"{k}": 0' in text or f'"{k}": 1' in text for k in RATES)
 
@@ -153,9 +153,9 @@ def test_table_md_prints_not_measured(windowed, plain):
         assert len(main_rows) == 2 * len(m["systems"])  # test and dev tables
         for row in main_rows:
             cells = row.strip("| ").split(" | ")
-            assert cells[2] == cells[3] == "not measured", row  # stale rate, rumour rate
+            assert cells[2] == cells[3] == "not measured", row  # stale rate, rumor rate
             assert (cells[8] == "not measured") == (cols == 3), row  # leakage@10
-        line = "Not measured: stale rate (" + STALE + "); rumour rate (" + RUMOR + ")"
+        line = "Not measured: stale rate (" + STALE + "); rumor rate (" + RUMOR + ")"
         assert table.count(line) == 2  # under the test and the dev table
         assert ("leakage@10 (" + LEAK + ")") in table if cols == 3 else "leakage@10 (corpus" not in table
         # the claims table beside the paper's: the reason, not "0.0% [0.0, 0.0]"
@@ -232,9 +232,9 @@ def test_figures_say_not_measured(windowed, plain, tmp_path, monkeypatch):
         outcome, kept = _drawn(fig_main, results, tmp_path / name, monkeypatch)
         assert outcome.skipped is None and len(kept) == 1
         texts = _texts(kept[0])
-        assert "stale rate: not measured" in texts and "rumour rate: not measured" in texts
+        assert "stale rate: not measured" in texts and "rumor rate: not measured" in texts
         assert texts.count("not measured") == 2 * len(m["systems"])  # each bar of both panels, none as 0.0%
-        assert f"not measured: stale rate ({STALE}); rumour rate ({RUMOR})" in texts
+        assert f"not measured: stale rate ({STALE}); rumor rate ({RUMOR})" in texts
         assert any("over queries (no families: each query its own cluster)" in t for t in texts)
         outcome, kept = _drawn(fig_leakage, results, tmp_path / name, monkeypatch)
         if name == "plain":  # nothing to draw: no bar may read as 0%

@@ -38,7 +38,7 @@ REPLAY_ROWS = [
 #  2    F      policy   statement  50    18      [20, inf)  supersedes 1
 #  3    G      policy   statement  7     25      [30, inf)
 #  4    F      runbook  statement  40    9       [10, inf)  (the runbook is never updated to 50)
-#  5    F      message  note       99    12      [12, inf)  (a rumour: a value never in force)
+#  5    F      message  note       99    12      [12, inf)  (a rumor: a value never in force)
 #  6    F      policy   scope      -     0       [0, inf)   (states no value: never judged)
 #  7    F      message  note       50    15      [15, inf)  (announces 50 before it takes effect)
 #  8    H      policy   statement  1     0       [0, 40)
@@ -76,7 +76,7 @@ def make_labels() -> Labels:
 
 def make_queries() -> Queries:
     # q0 current about F; q1 historical about F as of 15 (judged then: F v2 and the runbook, the v1 statement
-    # stale, both messages rumours); q2 current about G; q3 dependent about F (asks the runbook); q4 current
+    # stale, both messages rumors); q2 current about G; q3 dependent about F (asks the runbook); q4 current
     # about H. The non-historical judgments below are deliberately wrong: queries_at must re-derive them.
     return Queries(
         ids=["q0", "q1", "q2", "q3", "q4"], texts=["f?", "f then?", "g?", "f dep?", "h?"],
@@ -119,7 +119,7 @@ def test_queries_at_rejudges_from_the_labels_at_t():
     assert a["gold"] == [1, 4, 8]
     assert a["stale"] == [[0], [0], []] and a["rumor"] == [[], [], []]
     # t = 15: the historical q1 is asked with its own as_of and judgments; the messages (99 since 12, the
-    # announced 50 since 15) are rumours for the F queries asked now
+    # announced 50 since 15) are rumors for the F queries asked now
     a = asked(15.0)
     assert (a["idx"], a["as_of"]) == ([0, 1, 3, 4], [15.0] * 4)
     assert a["relevant"] == [[1, 4], [1, 4], [4, 1], [8]] and a["grades"] == [[2, 1], [2, 1], [2, 1], [2]]

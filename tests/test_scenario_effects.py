@@ -30,7 +30,7 @@ def test_a_planted_effect_is_found_and_no_effect_is_not():
     fams, scen = _families()
     rumored = np.array([scen[f]["rumors"] > 0 for f in fams])
     reference = np.ones(len(fams))
-    hurt = np.where(rumored, 0.0, 1.0)  # fails exactly where rumours are
+    hurt = np.where(rumored, 0.0, 1.0)  # fails exactly where rumors are
     rng = np.random.default_rng(0)
     noise = (rng.random(len(fams)) < 0.5).astype(float)
     out = scenario_effects({"ref": reference, "hurt": hurt, "noise": noise}, fams, scen, "ref", n_resamples=999)

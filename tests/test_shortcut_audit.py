@@ -171,11 +171,11 @@ def test_diagnostics_hedges_by_message_class_and_longest_sections():
                       family=np.array(["f"], dtype=object))
     d = diagnostics(corpus, queries, labels)
     by = d["hedge"]["by_class"]
-    assert {c: by[c]["n"] for c in by} == {"rumour": 2, "announcement": 1, "right_when_written": 1, "no_value": 1}
-    assert by["rumour"]["hedged"] == 1.0 and by["rumour"]["mean_hedges"] == 1.5
+    assert {c: by[c]["n"] for c in by} == {"rumor": 2, "announcement": 1, "right_when_written": 1, "no_value": 1}
+    assert by["rumor"]["hedged"] == 1.0 and by["rumor"]["mean_hedges"] == 1.5
     assert by["right_when_written"]["hedged"] == 0.0 and by["right_when_written"]["certain"] == 1.0
     assert by["announcement"]["certain"] == 1.0
-    assert d["hedge"]["by_judgment"]["in_a_rumour_set"] == {"n": 2, "hedged": 1.0, "mean_hedges": 1.5,
+    assert d["hedge"]["by_judgment"]["in_a_rumor_set"] == {"n": 2, "hedged": 1.0, "mean_hedges": 1.5,
                                                             "certain": 0.0}
     assert d["longest_section"]["policy"] == {"versions": 2, "chance": 0.5,
                                               "longest_share": {"statement": 0.5, "scope": 0.5}}

@@ -10,6 +10,7 @@ import pytest
 from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.dataset import Queries
 from experiments.shortcut_audit_rules import audit
+import experiments.shortcut_audit_gbm  # noqa: F401 - registers surface_gbm, which audit() runs
 
 from .shortcut_cases import _corpus
 
@@ -23,7 +24,7 @@ def test_hedge_certainty_and_digit_cues_count_what_they_say():
     texts = ["I heard it is 5, pretty sure. Not official.",        # 3 hedges; 'official' after 'not': no certainty
              "Confirmed: the policy says 30 days, for the record.",  # 3 certainty phrases
              "Apparently 1234567 people.",                          # 1 hedge, 7 digits
-             "Effective today, rumours aside.",                     # 1 certainty, 1 hedge, no digit
+             "Effective today, rumours aside.",  # 1 certainty, 1 hedge, no digit; external spelling
              "Ticket 1234567890123", "Call 12345", "Room 1234567890", "Heads up: it's official now"]
     v = cue_values(_corpus(texts), None)
     assert v["hedge"].tolist() == ["2+", "0", "1", "1", "0", "0", "0", "1"]
@@ -35,13 +36,15 @@ def test_hedge_certainty_and_digit_cues_count_what_they_say():
 def test_every_required_hedge_and_certainty_phrase_is_in_the_lexicons():
     from experiments.shortcut_audit_rules import CERTAINTY_RE, HEDGE_RE, lexicon_count
 
-    hedges = ["i heard", "pretty sure", "reckons", "not official", "i think", "i believe", "apparently", "rumour",
+    hedges = ["i heard", "pretty sure", "reckons", "not official", "i think", "i believe", "apparently",
+              "rumour",  # external spelling
               "rumor", "someone said", "heads up", "not sure", "probably", "supposedly", "as far as i know",
               "if i recall"]
     certain = ["confirmed", "for the record", "definitely", "official", "checked with", "per section", "policy says"]
     assert lexicon_count([f"x {h.upper()} y" for h in hedges], HEDGE_RE).tolist() == [1] * len(hedges)
     assert lexicon_count([f"x {c} y" for c in certain], CERTAINTY_RE).tolist() == [1] * len(certain)
-    assert lexicon_count(["unheard of", "surely", "rumoursome", "I’m pretty sure"], HEDGE_RE).tolist() == [0, 0, 0, 1]
+    near = ["unheard of", "surely", "rumoursome", "I’m pretty sure"]  # external spelling
+    assert lexicon_count(near, HEDGE_RE).tolist() == [0, 0, 0, 1]
 
 
 def test_length_rank_and_length_bin():

@@ -1,6 +1,6 @@
 """Message wording (slack, email, meeting notes), drawn independently of whether the message is right.
 
-A message is assembled from parts, each drawn from a pool shared by every kind (rumour, confirmation,
+A message is assembled from parts, each drawn from a pool shared by every kind (rumor, confirmation,
 announcement, note):
 
 - a **certainty frame** (hedged, assertive or plain: "I heard ...", "Confirmed: ...", "FYI ...");
@@ -12,11 +12,11 @@ announcement, note):
   messages may open with the sender or an @-mention; meeting notes open in several ways; replies quote the
   parent's first words (only up to its first digit, so a quote never states another value).
 
-Only an announcement's claim is always dated (it announces a change taking effect on ``{date}``); rumours and
+Only an announcement's claim is always dated (it announces a change taking effect on ``{date}``); rumors and
 confirmations draw dated and undated forms alike. Claim forms are tense-neutral ("as of {date}, ... is {v}"),
 so tense, which the generator's timing ties to the kind, says nothing either. Every message draws every part
 (:data:`N_DRAWS` uniforms in one call) whatever its kind, source, parent or timing, and uses the parts that
-apply: a reviewer cannot tell rumours from confirmations by their words, and changing one scenario rate leaves
+apply: a reviewer cannot tell rumors from confirmations by their words, and changing one scenario rate leaves
 the other messages' wording as it was. A rendering stays within :data:`MESSAGE_MAX` (193) characters, so that it
 stays one 200-character chunk even with the scale tool's team marker (" ~3875", up to 6 characters) appended:
 optional parts (quote, forward line, tail, attribution, subject, opening, frame) are dropped in that fixed
@@ -85,7 +85,7 @@ CLAIM_FORMS: tuple[tuple[str, str], ...] = (
     ("{X} is listed as {v}", "{X} is listed as {v} from {date}"),
     ("{X} has been updated to {v}", "{X} has been updated to {v}, effective {date}"),
 )
-DATED_PROB = 0.7  # rumours and confirmations; announcements always take the dated form
+DATED_PROB = 0.7  # rumors and confirmations; announcements always take the dated form
 ATTRIBUTIONS: tuple[str, ...] = (
     ", per {other}",
     ", according to {other}",
@@ -340,7 +340,7 @@ def _parent_subject(parent: str) -> str:
 
 
 # -- legacy (benchmark v2) templates: no longer used by the generator. They stay until data_gen/generator.py and
-# tests/test_catalog.py stop importing them; rumours and confirmations there are worded apart (issue 30).
+# tests/test_catalog.py stop importing them; rumors and confirmations there are worded apart (issue 30).
 RUMOR_TEMPLATES: tuple[str, ...] = (
     "Heads up: {person} says the {topic} for {who} is {v} now, per the ops sync on {date}.",
     "Pretty sure it's {v} for {who} these days, {person} mentioned it in standup. Anyone have {ticket} handy?",

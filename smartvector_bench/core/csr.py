@@ -1,4 +1,4 @@
-"""Ragged integer lists (depends_on, stale ids, rumour ids) as CSR arrays: no per-row Python objects."""
+"""Ragged integer lists (depends_on, stale ids, rumor ids) as CSR arrays: no per-row Python objects."""
 
 from __future__ import annotations
 

@@ -102,7 +102,7 @@ class FitsOnDev(Protocol):
 class TrainsOnDev(Protocol):
     """Optional: a learned system (``ltr``) trained on the dev split's qrels of the dataset it is judged on. After
     ``index``, the harness (``experiments/tuning.py``) calls :meth:`train` with the dev queries only: their
-    vectors, texts and ``as_of`` and their graded relevance (qrels). No test query's qrels, and no stale, rumour,
+    vectors, texts and ``as_of`` and their graded relevance (qrels). No test query's qrels, and no stale, rumor,
     family or kind label, ever reach it; then it is searched as any other system."""
 
     def train(self, query_vectors: np.ndarray, as_of: np.ndarray, texts: list[str], relevant: Ragged,
@@ -138,10 +138,10 @@ class ReadsLabels(Protocol):
 @runtime_checkable
 class AuditsConsolidation(Protocol):
     """Optional: a system whose consolidation passes verdicts on contradictions; experiment=main scores them
-    against the injected rumours (``system_info.<name>.contradiction_detection`` in metrics.json)."""
+    against the injected rumors (``system_info.<name>.contradiction_detection`` in metrics.json)."""
 
     def contradiction_detection(self, rumor: Ragged) -> dict:
-        """How the verdicts line up with the rumour rows of each query (the dataset's truth, which the system
+        """How the verdicts line up with the rumor rows of each query (the dataset's truth, which the system
         never saw): see :func:`smartvector_bench.systems.smartvector.audit.detection_quality`."""
         ...
 

@@ -281,7 +281,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--allow-incomplete", action="store_true", help="publish sweeps with failed or missing jobs")
     ap.add_argument("--store-queries", action="append", metavar="NAMES",
                     help=f"comma-separated published main-kind run folders to give a {stored_queries.FILE} (each "
-                         "query's text, as_of and correct/stale/rumour ids, for the report) from the dataset "
+                         "query's text, as_of and correct/stale/rumor ids, for the report) from the dataset "
                          "regenerated from the recorded config (sha256 checked); reruns nothing (alone, it "
                          "implies --only none --sweeps none)")
     ap.add_argument("--store-signals", action="append", metavar="NAMES",

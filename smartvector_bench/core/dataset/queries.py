@@ -71,7 +71,7 @@ def assign_grouped_split(groups: list[str], settings: SplitSettings) -> dict[str
     return {distinct[int(i)]: "test" if rank < n_test else "dev" for rank, i in enumerate(order)}
 
 
-# Keys of a query row (or its metadata) that hold labels the loader never reads from there: stale and rumour
+# Keys of a query row (or its metadata) that hold labels the loader never reads from there: stale and rumor
 # sets come from labels/queries.jsonl only (a retriever sees queries.jsonl), so a BEIR export that carries them
 # in metadata gets a warning instead of rates silently left unmeasured.
 LABEL_LIKE = re.compile(r"stale|rumou?r", re.IGNORECASE)
@@ -80,11 +80,11 @@ LABEL_LIKE = re.compile(r"stale|rumou?r", re.IGNORECASE)
 def ignored_labels_note(path: Path, found: dict[str, list[int]], has_query_labels: bool) -> str:
     """The warning for label-like keys of ``queries.jsonl`` (``found``: key -> [queries, first line])."""
     keys = ", ".join(f"{k} ({n} quer{'y' if n == 1 else 'ies'})" for k, (n, _) in sorted(found.items()))
-    return (f"{path}:{min(line for _, line in found.values())}: warning: ignored {keys}: stale and rumour sets are "
+    return (f"{path}:{min(line for _, line in found.values())}: warning: ignored {keys}: stale and rumor sets are "
             "read from labels/queries.jsonl only, one line per query: "
             '{"_id": "<query id>", "stale": ["<chunk id>", ...], "rumor": ["<chunk id>", ...]} '
             "(docs/datasets.md, Labels)" + ("" if has_query_labels else
-                                            "; this folder has none, so the stale and rumour rates are not measured"))
+                                            "; this folder has none, so the stale and rumor rates are not measured"))
 
 
 def load_queries(path: Path, corpus: Corpus, qrels: dict[str, dict[str, list[tuple[str, int, int]]]],

@@ -5,11 +5,11 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.evaluation.met
 
 * Relevance is graded (qrels): a top-1 is **correct** when it has grade >= 1, i.e. it exists, is in force at
   the query's ``as_of`` and states the value that holds then (:mod:`smartvector_bench.core.evaluation.judgments`).
-  ``stale`` / ``rumor``: the top-1 is in the query's stale / rumour set (labels; empty without labels). MRR@10, recall@5
+  ``stale`` / ``rumor``: the top-1 is in the query's stale / rumor set (labels; empty without labels). MRR@10, recall@5
   and nDCG@10 come from ``ir-measures`` (trec_eval) over the graded qrels, with the run's ranks as distinct
   scores (so trec_eval's tie rule never applies).
 * Every query of the split is judged and counts in ``n_queries``. A query with no result is wrong, neither
-  stale nor rumour, and scores 0 on the ranking metrics.
+  stale nor rumor, and scores 0 on the ranking metrics.
 * A missing confidence (NaN, a Run's "no result") is 0.0 for ECE, Brier and AUROC: a calibrated abstention,
   not dropped. ``brier`` is the mean squared error of the top-1 confidence against correctness; ``auroc`` the
   area under the ROC of confidence as a predictor of a correct top-1 (ties count half; None with one class):
@@ -29,8 +29,8 @@ Conventions (in addition to those of :mod:`smartvector_bench.core.evaluation.met
 
 Set-valued relevance (:func:`judge_sets`): a returned hit may stand for a *set* of corpus rows (a LiveVectorLake
 row maps to every corpus row of the same document and text whose window contains the query's as_of: possibly
-several, possibly none). A hit is relevant (stale, rumour) when any row it stands for is in the query's relevant
-(stale, rumour) set; ``rank`` is the rank of the first relevant hit among the first ``k`` (0 when none), ``rr``
+several, possibly none). A hit is relevant (stale, rumor) when any row it stands for is in the query's relevant
+(stale, rumor) set; ``rank`` is the rank of the first relevant hit among the first ``k`` (0 when none), ``rr``
 its reciprocal (MRR@k is the mean), ``found`` whether there is one (recall@k of experiment=lvl_eval: a relevant
 hit within k, not the share of relevant rows); ``n_unmapped`` counts the hits that stand for no row. Both entry
 points reduce to one core over (entry, rank, corpus row) pairs: a Run gives one pair per returned row (singleton

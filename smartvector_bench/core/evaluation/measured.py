@@ -4,7 +4,7 @@ them print the same words.
 
 * ``systems.<system>.<split>.not_measured``: ``{metric: reason}`` for each metric whose inputs the dataset
   lacks. That metric is null, its interval ``[null, null]`` and its by-category figures null: a number that
-  was never measured is never 0. The stale and rumour rates need the stale / rumour sets of
+  was never measured is never 0. The stale and rumor rates need the stale / rumor sets of
   ``labels/queries.jsonl``; leakage@10 needs every chunk's validity window (``metadata.valid_from`` or
   ``created_at``: without one a chunk is in force for all time and can never leak).
 * ``dataset.clusters``: present when no two queries share a family (no ``labels/``, no families in it, or
@@ -31,7 +31,7 @@ ICC = "icc"
 
 
 def label_gap(dataset: Dataset) -> str | None:
-    """Why the dataset has no per-query stale / rumour sets (None when ``labels/queries.jsonl`` gives them)."""
+    """Why the dataset has no per-query stale / rumor sets (None when ``labels/queries.jsonl`` gives them)."""
     if dataset.labels is None:
         return "no labels/ folder"
     if path_kind(dataset.path / "labels" / "queries.jsonl") == "missing":  # the loader's test for an absent file
@@ -45,7 +45,7 @@ def unmeasured(dataset: Dataset) -> dict[str, str]:
     gap = label_gap(dataset)
     if gap:
         out[M.STALE_RATE] = f"{gap}: the stale sets are unknown"
-        out[M.RUMOR_RATE] = f"{gap}: the rumour sets are unknown"
+        out[M.RUMOR_RATE] = f"{gap}: the rumor sets are unknown"
     if "valid_from" not in dataset.corpus.present:  # the loader adds it when every chunk has a window start
         out[M.LEAKAGE_AT_10] = ("corpus.jsonl does not give every chunk metadata.valid_from or created_at: the "
                                 "validity windows are unknown")

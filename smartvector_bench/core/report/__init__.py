@@ -71,7 +71,7 @@ def _rate(metrics: dict, name: str, key: str, split: str) -> tuple[str, str, str
 
 
 # The main table's metric columns: (metrics.json key, header)
-MAIN_COLUMNS = ((M.TOP1, "top-1"), (M.STALE_RATE, "stale rate"), (M.RUMOR_RATE, "rumour rate"), (M.ECE, "ECE"),
+MAIN_COLUMNS = ((M.TOP1, "top-1"), (M.STALE_RATE, "stale rate"), (M.RUMOR_RATE, "rumor rate"), (M.ECE, "ECE"),
                 (M.MRR_AT_10, "MRR@10"), (M.RECALL_AT_5, "recall@5"), (M.NDCG_AT_10, "nDCG@10"),
                 (M.LEAKAGE_AT_10, "leakage@10 (historical)"))
 
@@ -142,7 +142,7 @@ def not_measured_line(metrics: dict, split: str) -> str:
 VERSION_LEGEND = (f"{VERSION_HEADER}: version accuracy given the right family, P(top-1 correct | the top-1 chunk is "
                   "of the query's family) = correct / (correct + wrong top-1s of the query's family), with its "
                   "cluster-bootstrap interval: how well a system picks the version once it has found the fact.")
-ANATOMY_LABELS = {"no_result": "no result", "other_family": "other family", "rumour": "rumour",
+ANATOMY_LABELS = {"no_result": "no result", "other_family": "other family", "rumor": "rumor",
                   "non_answer": "non-answer", "lagging_source": "lagging source",
                   "superseded_version": "superseded version", "not_in_force": "not in force", "other": "other"}
 
@@ -199,7 +199,7 @@ def _anatomy_section(metrics: dict) -> list[str]:
     return ["## Why the top-1 is wrong (test split)", "",
             "Share of all test queries whose top-1 is wrong for each reason (count in parentheses), from the ground-"
             "truth labels and the corpus's own times; the classes are exclusive, the first that holds in this order: "
-            "no result; other family (a chunk of another fact: a semantic miss); rumour (in the query's rumour set); "
+            "no result; other family (a chunk of another fact: a semantic miss); rumor (in the query's rumor set); "
             "non-answer (the right fact, but a section that states no value); lagging source (a stale value in a "
             "source still in force at the as-of time); superseded version (a stale value no longer in force); not "
             "in force (e.g. an announced value not yet in force); other (any other wrong top-1). "

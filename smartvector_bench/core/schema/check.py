@@ -326,7 +326,7 @@ def summary(ds) -> str:
              f"categories: {cats}",
              "  corpus fields given: " + (", ".join(sorted(ds.corpus.present)) or "none")
              + ("; defaults for: " + ", ".join(missing) if missing else ""),
-             f"  labels: {'yes' if ds.labels is not None else 'none (stale and rumour rates are not measured)'}"]
+             f"  labels: {'yes' if ds.labels is not None else 'none (stale and rumor rates are not measured)'}"]
     if ds.split_assignment:
         a = ds.split_assignment
         lines.append(f"  split assigned to {a['n_queries']} queries ({a['method']}; seed {a['seed']}, test_fraction "

@@ -125,13 +125,13 @@ def explain(retriever, query_vector: np.ndarray, as_of: float, runner_ups: int =
 
 
 def detection_quality(store: VectorStore, agent, rumor: Ragged) -> dict:
-    """How the consolidation verdicts line up with the injected rumours (the dataset's truth, which the agent
-    never sees): share of rumours that lost at least one verdict, and share of verdict losers that are rumours."""
+    """How the consolidation verdicts line up with the injected rumors (the dataset's truth, which the agent
+    never sees): share of rumors that lost at least one verdict, and share of verdict losers that are rumors."""
     rumors = set(np.unique(rumor.indices).tolist())
     losers = [loser for _, loser, _ in agent.contradictions]
     demoted = set(losers)
     ingested = {r for r in rumors if store.status[r] >= 0}
-    return {"rumours_ingested": len(ingested), "verdicts": len(losers),
-            "rumours_demoted": len(demoted & ingested),
-            "rumour_recall": round(len(demoted & ingested) / len(ingested), 6) if ingested else None,
+    return {"rumors_ingested": len(ingested), "verdicts": len(losers),
+            "rumors_demoted": len(demoted & ingested),
+            "rumor_recall": round(len(demoted & ingested) / len(ingested), 6) if ingested else None,
             "loser_precision": round(sum(x in rumors for x in losers) / len(losers), 6) if losers else None}

@@ -43,7 +43,7 @@ class ReplayParams:
 def queries_at(queries: Queries, corpus: Corpus, labels: Labels, t: float) -> tuple[Queries, np.ndarray]:
     """The queries that can be asked at ``t``, each judged as of then; returns (queries, rows).
 
-    Non-historical queries are asked as of ``t``: their relevant / stale / rumour sets are re-derived from the
+    Non-historical queries are asked as of ``t``: their relevant / stale / rumor sets are re-derived from the
     labels at ``t`` (:func:`smartvector_bench.core.evaluation.judgments.judge_at`, over the chunks that exist by then),
     and a query is skipped while no chunk answers it. Historical queries keep their own as_of and judgments and are
     asked once ``t >= as_of``.

@@ -25,8 +25,8 @@ In block ``b``:
 
 Queries: the 138 default queries of a seeded sample of blocks, ``n_queries`` in all (default 1,000, at most
 the number available): whole blocks in a seeded order, the last one a seeded subset; only queries whose
-relevant, stale and rumour rows all exist in the (possibly truncated) block are eligible. Relevant (with
-their grades) / stale / rumour are re-indexed to the block, the query's family gets the block suffix,
+relevant, stale and rumor rows all exist in the (possibly truncated) block are eligible. Relevant (with
+their grades) / stale / rumor are re-indexed to the block, the query's family gets the block suffix,
 ``query_time`` and ``as_of`` are shifted by its offset, texts get the team marker and a historical
 question's date ("as of 6 August 2024") is rewritten to the shifted ``as_of``.
 

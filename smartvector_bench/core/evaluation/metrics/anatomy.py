@@ -6,7 +6,7 @@ mutually exclusive and decided in this precedence order (the first that holds wi
 1. ``no_result``: the system returned nothing for the query;
 2. ``other_family``: the top-1 chunk's family differs from the query's (a chunk of no family, ``""``, included):
    a semantic miss;
-3. ``rumour``: the top-1 is in the query's rumour set (``queries.rumor``);
+3. ``rumor``: the top-1 is in the query's rumor set (``queries.rumor``);
 4. ``non_answer``: same family, but the chunk states no value (``labels.chunk_value`` NaN: a scope, procedure,
    contacts, ... section);
 5. ``lagging_source``: in the query's stale set (``queries.stale``) and in force at ``as_of``
@@ -15,12 +15,12 @@ mutually exclusive and decided in this precedence order (the first that holds wi
 6. ``superseded_version``: in the stale set, not in force at ``as_of``;
 7. ``not_in_force``: not in force at ``as_of``, not stale (an announced future value, an old version stating a
    value that is right again, ...);
-8. ``other``: any remaining miss (e.g. a same-family message stating a value that is neither rumour nor
+8. ``other``: any remaining miss (e.g. a same-family message stating a value that is neither rumor nor
    relevant), so the classes partition the misses.
 
 "Same family" and "not stale" in 4-8 follow from the precedence (2 and 5-6 came first).
 
-What a dataset cannot tell (:func:`gaps`): the chunk and query families, the rumour sets, the stale sets and the
+What a dataset cannot tell (:func:`gaps`): the chunk and query families, the rumor sets, the stale sets and the
 chunk values each come from ``labels/``. A class that needs an unknown input is never assigned: it is None in
 the summary with the reason under ``not_measured`` (:mod:`smartvector_bench.core.evaluation.measured`'s convention), and
 the precedence skips it. ``no_result`` and ``not_in_force`` need only the corpus times, so they are always
@@ -46,15 +46,15 @@ from smartvector_bench.core.csr import Ragged
 from smartvector_bench.core.evaluation.metrics import names as M
 from smartvector_bench.core.evaluation.metrics.clustered import cluster_bootstrap_mean_ci, cluster_bootstrap_ratio_ci
 
-CLASSES = ("no_result", "other_family", "rumour", "non_answer", "lagging_source", "superseded_version",
+CLASSES = ("no_result", "other_family", "rumor", "non_answer", "lagging_source", "superseded_version",
            "not_in_force", "other")
 CORRECT = "correct"
 UNCLASSIFIED = "unclassified"
 VERSION_ACCURACY = "version_accuracy_given_family"
 NOT_MEASURED = "not_measured"  # measured.KEY (not imported: measured imports the dataset package)
-INPUTS = ("family", "rumour", "value", "stale")
+INPUTS = ("family", "rumor", "value", "stale")
 # What each class needs from the labels besides the corpus times (the module docstring).
-NEEDS = {"no_result": (), "other_family": ("family",), "rumour": ("rumour",), "non_answer": ("family", "value"),
+NEEDS = {"no_result": (), "other_family": ("family",), "rumor": ("rumor",), "non_answer": ("family", "value"),
          "lagging_source": ("stale",), "superseded_version": ("stale",), "not_in_force": (), "other": INPUTS}
 DECIMALS = 6
 
@@ -69,13 +69,13 @@ def gaps(labels, unmeasured: dict[str, str] | None = None) -> dict[str, str]:
     """``{input: reason}`` for the inputs of :data:`INPUTS` the dataset lacks ({} for a generated dataset).
 
     ``labels``: the dataset's ``Labels`` or None; ``unmeasured``: its ``measured.unmeasured`` (the stale and
-    rumour reasons are taken from it, so every file prints the same words)."""
+    rumor reasons are taken from it, so every file prints the same words)."""
     unmeasured = unmeasured or {}
     out: dict[str, str] = {}
     stale, rumor = unmeasured.get(M.STALE_RATE), unmeasured.get(M.RUMOR_RATE)
     if labels is None:
         return {"family": "no labels/ folder: the chunk and query families are unknown",
-                "rumour": rumor or "no labels/ folder: the rumour sets are unknown",
+                "rumor": rumor or "no labels/ folder: the rumor sets are unknown",
                 "value": "no labels/ folder: the values the chunks state are unknown",
                 "stale": stale or "no labels/ folder: the stale sets are unknown"}
     if not (np.asarray(labels.chunk_family, dtype=object) != "").any():
@@ -83,7 +83,7 @@ def gaps(labels, unmeasured: dict[str, str] | None = None) -> dict[str, str]:
     elif stale:  # measured's reason "<gap>: the stale sets are unknown": no labels/queries.jsonl, no query family
         out["family"] = f"{stale.partition(': ')[0]}: the query families are unknown"
     if rumor:
-        out["rumour"] = rumor
+        out["rumor"] = rumor
     if np.isnan(np.asarray(labels.chunk_value, dtype=np.float64)).all():
         out["value"] = "labels/ gives no chunk a value: the values the chunks state are unknown"
     if stale:
@@ -117,7 +117,7 @@ def miss_classes(top1, correct, query_family, as_of, stale: Ragged | None, rumor
     t = np.where(has, top1, 0)  # a safe index; rows without a result are decided by no_result first
     created, start, end = (np.asarray(a, dtype=np.float64)[t] for a in (created_at, valid_from, valid_to))
     in_force = has & (created <= as_of) & (start <= as_of) & (as_of < end)
-    known = {"family": query_family is not None and chunk_family is not None, "rumour": rumor is not None,
+    known = {"family": query_family is not None and chunk_family is not None, "rumor": rumor is not None,
              "value": chunk_value is not None, "stale": stale is not None}
     never = np.zeros(n, dtype=bool)
 
@@ -128,7 +128,7 @@ def miss_classes(top1, correct, query_family, as_of, stale: Ragged | None, rumor
             if known["family"] else ~never)
     states_none = np.isnan(np.asarray(chunk_value, dtype=np.float64)[t]) if known["value"] else never
     in_stale = member(stale)
-    holds = {"no_result": ~has, "other_family": ~same, "rumour": member(rumor), "non_answer": states_none,
+    holds = {"no_result": ~has, "other_family": ~same, "rumor": member(rumor), "non_answer": states_none,
              "lagging_source": in_stale & in_force, "superseded_version": in_stale & ~in_force,
              "not_in_force": ~in_force, "other": ~never}
     out = np.full(n, UNCLASSIFIED, dtype=object)
@@ -195,7 +195,7 @@ def run_classes(top1, correct, queries, corpus, labels, missing: dict[str, str])
     retriever's) and the inputs ``missing`` (:func:`gaps`) names passed as unknown."""
     fam = "family" not in missing and labels is not None
     return miss_classes(top1, correct, labels.query_family if fam else None, queries.as_of,
-                        None if "stale" in missing else queries.stale, None if "rumour" in missing else queries.rumor,
+                        None if "stale" in missing else queries.stale, None if "rumor" in missing else queries.rumor,
                         labels.chunk_family if fam else None,
                         labels.chunk_value if "value" not in missing and labels is not None else None,
                         corpus.created_at, corpus.valid_from, corpus.valid_to)

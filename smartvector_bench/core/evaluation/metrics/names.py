@@ -9,7 +9,7 @@ from __future__ import annotations
 
 TOP1 = "top1"                    # the top-1 chunk is the right one in force at the query's as-of time
 STALE_RATE = "stale_rate"        # the top-1 chunk is a superseded version of the right one
-RUMOR_RATE = "rumor_rate"        # the top-1 chunk is an injected rumour
+RUMOR_RATE = "rumor_rate"        # the top-1 chunk is an injected rumor
 ECE = "ece"                      # expected calibration error of the top-1 confidence
 MRR_AT_10 = "mrr_at_10"
 RECALL_AT_5 = "recall_at_5"

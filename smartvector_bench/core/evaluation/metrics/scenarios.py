@@ -1,6 +1,6 @@
 """What each scenario feature costs each system: top-1 with and without the feature, over test families.
 
-The generator draws its scenario features (recent change, early announcement, rumours, confirmations,
+The generator draws its scenario features (recent change, early announcement, rumors, confirmations,
 notes, lagging runbook, versions) independently per family (``data_gen.scenarios``), so a feature's effect
 on a system can be read off a comparison of families with and without it:
 
@@ -26,7 +26,7 @@ FEATURES = {
     "recent": ("latest change within recent_days", lambda s: bool(s.get("recent")), lambda s: True),
     "announced": ("change announced before the policy is revised", lambda s: bool(s.get("announced")),
                   lambda s: True),
-    "rumors": ("injected rumours", lambda s: int(s.get("rumors", 0)) > 0, lambda s: True),
+    "rumors": ("injected rumors", lambda s: int(s.get("rumors", 0)) > 0, lambda s: True),
     "confirmations": ("confirming messages", lambda s: int(s.get("confirmations", 0)) > 0, lambda s: True),
     "notes": ("notes without a value", lambda s: int(s.get("notes", 0)) > 0, lambda s: True),
     "lagging": ("runbook lags the policy", lambda s: bool(s.get("lagging")),
