@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
+from hypothesis import settings
 from omegaconf import OmegaConf
 
 import smartvector_bench.tools.cli  # noqa: F401  (registers the ${pid:} resolver used by the run dir)
@@ -26,6 +27,12 @@ from smartvector_bench.systems import discovery
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+
+# Hypothesis draws the same examples on every run and machine (derandomize: seeded from each test), so a CI run
+# cannot fail on a draw no earlier run saw; HYPOTHESIS_PROFILE=explore draws new ones, to look for such cases.
+settings.register_profile("repeatable", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
 
 # Small enough for sub-second unit tests, large enough to have every category.
 TINY = ["dataset.n_families=4", "dataset.versions=[2,3]", "dataset.rumors_per_family=1",

@@ -10,6 +10,7 @@ Layers, bottom up: ``smartvector_bench.core`` (data in, run out, scored); ``smar
 from __future__ import annotations
 
 import ast
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -236,3 +237,13 @@ def test_hydra_is_read_through_its_public_api():
     """No module imports ``hydra._internal`` (tests may, to check a rebuilt helper against Hydra's own)."""
     assert _private_hydra(REPO / "tests" / "test_hydra_public.py")  # the check sees such an import
     assert [hit for path in MODULES.values() for hit in _private_hydra(path)] == []
+
+
+def test_hypothesis_draws_repeat_unless_asked_to_explore():
+    """conftest.py loads the repeatable profile (the same examples on every run and host); the environment can ask
+    for fresh draws."""
+    from hypothesis import settings
+
+    if os.environ.get("HYPOTHESIS_PROFILE", "repeatable") == "repeatable":
+        assert settings().derandomize
+    assert settings.get_profile("explore").derandomize is False
