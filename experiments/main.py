@@ -135,31 +135,32 @@ def usable_systems(cfg: dict, retrievers: dict, dataset: Dataset, truth: Dataset
     named = cfg.get("systems", "all") != "all"
     kept, skipped = {}, {}
     for name, r in retrievers.items():
-        try:
-            with retriever_call(name, "check_dataset"):
-                check_systems_on({name: r}, dataset)
+        exc = _refusal(name, r, dataset)
+        if exc is None:
             kept[name] = r
-        except RetrieverFault:  # a check that crashed is the system's bug, not a dataset it cannot serve
-            raise
-        except BenchError as exc:
-            if named and (truth is None or truth is dataset or not _serves(name, r, truth)):
-                raise
-            why = str(exc).removeprefix("systems: ")  # keep the reason, not the advice to drop it (done here)
-            skipped[name] = why.split(f" ({dataset.path}; drop")[0].replace(f", but {dataset.path} has no labels/ "
-                                                                             f"folder; drop it from systems=",
-                                                                             " and the dataset has no labels/")
+            continue
+        if named and (truth is None or truth is dataset or _refusal(name, r, truth) is not None):
+            raise exc
+        why = str(exc).removeprefix("systems: ")  # keep the reason, not the advice to drop it (done here)
+        skipped[name] = why.split(f" ({dataset.path}; drop")[0].replace(f", but {dataset.path} has no labels/ "
+                                                                         f"folder; drop it from systems=",
+                                                                         " and the dataset has no labels/")
     if not kept:
         raise BenchError(f"systems: no chosen system can run on {dataset.path}: " + "; ".join(skipped.values()))
     return kept, skipped
 
 
-def _serves(name: str, retriever, dataset: Dataset) -> bool:
+def _refusal(name: str, retriever, dataset: Dataset) -> BenchError | None:
+    """Why ``retriever`` cannot serve ``dataset`` (None when it can). A check that crashed is the system's bug, not
+    a dataset it cannot serve: that is raised."""
     try:
         with retriever_call(name, "check_dataset"):
             check_systems_on({name: retriever}, dataset)
-    except BenchError:
-        return False
-    return True
+    except RetrieverFault:
+        raise
+    except BenchError as exc:
+        return exc
+    return None
 
 
 def peak_rss_mb() -> float:

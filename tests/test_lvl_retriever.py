@@ -63,6 +63,14 @@ def _retriever(tmp_path, **over):
     return build_retriever("livevectorlake", {"_target_": LVL_TARGET, "lake_path": str(tmp_path / "lake"), **over})
 
 
+def _indexed(tmp_path, rows_: list[dict], serve_time: float):
+    """The corpus of ``rows_``, a LiveVectorLake indexed on it (MiniLM vectors), and its ingest summary."""
+    corpus = _corpus(rows_)
+    r = _retriever(tmp_path)
+    r.index(corpus, EMB.encode(corpus.texts), serve_time=serve_time)
+    return corpus, r, r.describe()["ingest"]
+
+
 def test_corpus_versions_take_effect_at_valid_from_and_closed_documents_are_retired():
     rows_ = POLICY + [{"text": "Old runbook.", "doc": "rb", "version": 1, "created": 1.0, "vf": 1.0, "vt": 8.0}]
     vs = corpus_versions(_corpus(rows_))
@@ -84,11 +92,7 @@ def test_corpus_versions_join_the_chunks_in_offset_order_whatever_the_row_order(
 
 
 def test_an_unchanged_paragraph_maps_to_the_chunk_of_the_version_in_force(tmp_path):
-    corpus = _corpus(POLICY)
-    vecs = EMB.encode(corpus.texts)
-    r = _retriever(tmp_path)
-    r.index(corpus, vecs, serve_time=30.0)
-    info = r.describe()["ingest"]
+    corpus, r, info = _indexed(tmp_path, POLICY, serve_time=30.0)
     assert info["classes"]["unchanged"] == 1 and info["embeddings_needed"] == 4  # scope embedded once
     assert info["reembed_share_by_step"]["v1->v2"]["shares"] == [0.5]
     q = EMB.encode(["Scope: all staff."])
@@ -132,11 +136,7 @@ def test_corpus_versions_derive_snapshots_from_chunk_windows():
 
 
 def test_windows_layout_hot_tier_and_as_of(tmp_path):
-    corpus = _corpus(WINDOWS)
-    vecs = EMB.encode(corpus.texts)
-    r = _retriever(tmp_path)
-    r.index(corpus, vecs, serve_time=35.0)
-    info = r.describe()["ingest"]
+    corpus, r, info = _indexed(tmp_path, WINDOWS, serve_time=35.0)
     # pol's scope embedded once (unchanged at v2 and v3), v2: the limit modified, v3: modified + appended (5);
     # chat and the runbook: 1 each
     assert info["embeddings_needed"] == 7 and info["classes"]["unchanged"] == 2 and info["versions"] == 5
